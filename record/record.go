@@ -1,0 +1,308 @@
+package record
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"strconv"
+)
+
+// Revision numbers committed records: each is one more than the one
+// before, starting at 1. A key carries the revisions that created and last
+// changed it. Revisions never go backwards, so they serve as fencing
+// tokens.
+type Revision uint64
+
+// String formats r in decimal.
+func (r Revision) String() string { return strconv.FormatUint(uint64(r), 10) }
+
+// Kind is the first byte of a record payload. Part of the on-disk format;
+// 0 is invalid.
+type Kind uint8
+
+// Record and operation kinds, part of the on-disk format.
+const (
+	KindPut    Kind = 1 // set a key to a value
+	KindDelete Kind = 2 // remove a key
+	KindAdd    Kind = 3 // add a signed delta to a decimal integer value
+	KindTxn    Kind = 4 // compares, then the operations of the branch taken
+)
+
+// String names the kind as the CLI prints it.
+func (k Kind) String() string {
+	switch k {
+	case KindPut:
+		return "put"
+	case KindDelete:
+		return "del"
+	case KindAdd:
+		return "add"
+	case KindTxn:
+		return "txn"
+	}
+	return fmt.Sprintf("kind(%d)", uint8(k))
+}
+
+// Op is one change to one key.
+type Op struct {
+	Kind  Kind // KindPut, KindDelete or KindAdd
+	Key   []byte
+	Value []byte // KindPut
+	Delta int64  // KindAdd
+}
+
+// Target is what a Compare looks at. Part of the on-disk format.
+type Target uint8
+
+// Compare targets.
+const (
+	TargetValue     Target = 1 // the value's bytes
+	TargetCreateRev Target = 2 // the revision that created the key (0 if absent)
+	TargetModRev    Target = 3 // the revision that last changed the key (0 if absent)
+	TargetVersion   Target = 4 // changes since creation (0 if absent)
+	TargetExists    Target = 5 // 1 if the key exists, 0 if not
+)
+
+// Cmp is the relation of a Compare. Part of the on-disk format.
+type Cmp uint8
+
+// Compare relations.
+const (
+	CmpEqual    Cmp = 1
+	CmpNotEqual Cmp = 2
+	CmpLess     Cmp = 3
+	CmpGreater  Cmp = 4
+)
+
+// Compare is one guard of a transaction.
+type Compare struct {
+	Key    []byte
+	Target Target
+	Cmp    Cmp
+	Value  []byte // for TargetValue
+	Num    int64  // for the other targets
+}
+
+// Record is one committed change: one operation, or a transaction that
+// applies several atomically. Every record has its own revision.
+type Record struct {
+	Revision Revision
+	// Txn marks a transaction record; otherwise Ops holds exactly one op.
+	Txn bool
+	// Compares are the guards the transaction was evaluated against when
+	// it committed. They are logged for inspection and never re-evaluated
+	// on replay: Ops are the operations of the branch that was taken.
+	Compares  []Compare
+	Succeeded bool // which branch of the transaction was taken
+	Ops       []Op
+}
+
+// Payload layout, all integers little-endian:
+//
+//	uint8  kind
+//	uint64 revision
+//	put:    op body
+//	del:    op body
+//	add:    op body
+//	txn:    uint8 flags (bit 0: succeeded), uint32 n, n compares,
+//	        uint32 m, m ops (each uint8 kind + op body)
+//	op body: uint32 keylen, key, then put: uint32 vallen, value;
+//	        add: int64 delta; del: nothing
+//	compare: uint8 target, uint8 cmp, uint32 keylen, key, then
+//	        value target: uint32 len, bytes; others: int64
+
+// Append encodes r and appends it to buf.
+func Append(buf []byte, r *Record) []byte {
+	if !r.Txn && len(r.Ops) == 1 {
+		buf = append(buf, byte(r.Ops[0].Kind))
+		buf = binary.LittleEndian.AppendUint64(buf, uint64(r.Revision))
+		return appendOpBody(buf, &r.Ops[0])
+	}
+	buf = append(buf, byte(KindTxn))
+	buf = binary.LittleEndian.AppendUint64(buf, uint64(r.Revision))
+	var flags byte
+	if r.Succeeded {
+		flags |= 1
+	}
+	buf = append(buf, flags)
+	buf = binary.LittleEndian.AppendUint32(buf, uint32(len(r.Compares)))
+	for i := range r.Compares {
+		c := &r.Compares[i]
+		buf = append(buf, byte(c.Target), byte(c.Cmp))
+		buf = appendBytes(buf, c.Key)
+		if c.Target == TargetValue {
+			buf = appendBytes(buf, c.Value)
+		} else {
+			buf = binary.LittleEndian.AppendUint64(buf, uint64(c.Num))
+		}
+	}
+	buf = binary.LittleEndian.AppendUint32(buf, uint32(len(r.Ops)))
+	for i := range r.Ops {
+		buf = append(buf, byte(r.Ops[i].Kind))
+		buf = appendOpBody(buf, &r.Ops[i])
+	}
+	return buf
+}
+
+func appendBytes(buf, b []byte) []byte {
+	buf = binary.LittleEndian.AppendUint32(buf, uint32(len(b)))
+	return append(buf, b...)
+}
+
+func appendOpBody(buf []byte, op *Op) []byte {
+	buf = appendBytes(buf, op.Key)
+	switch op.Kind {
+	case KindPut:
+		buf = appendBytes(buf, op.Value)
+	case KindAdd:
+		buf = binary.LittleEndian.AppendUint64(buf, uint64(op.Delta))
+	}
+	return buf
+}
+
+// decoder reads a payload; the first error sticks.
+type decoder struct {
+	b   []byte
+	off int
+	err error
+}
+
+func (d *decoder) fail(format string, args ...any) {
+	if d.err == nil {
+		d.err = fmt.Errorf("%w: at byte %d: %s", ErrCorrupt, d.off, fmt.Sprintf(format, args...))
+	}
+}
+
+func (d *decoder) need(n int) bool {
+	if d.err != nil {
+		return false
+	}
+	if n < 0 || len(d.b)-d.off < n {
+		d.fail("need %d bytes, have %d", n, len(d.b)-d.off)
+		return false
+	}
+	return true
+}
+
+func (d *decoder) u8() uint8 {
+	if !d.need(1) {
+		return 0
+	}
+	v := d.b[d.off]
+	d.off++
+	return v
+}
+
+func (d *decoder) u32() uint32 {
+	if !d.need(4) {
+		return 0
+	}
+	v := binary.LittleEndian.Uint32(d.b[d.off:])
+	d.off += 4
+	return v
+}
+
+func (d *decoder) u64() uint64 {
+	if !d.need(8) {
+		return 0
+	}
+	v := binary.LittleEndian.Uint64(d.b[d.off:])
+	d.off += 8
+	return v
+}
+
+// bytes returns a subslice of the payload (no copy) with its capacity cut,
+// so that appends to it never write into the payload.
+func (d *decoder) bytes() []byte {
+	n := d.u32()
+	if !d.need(int(min(n, math.MaxInt32))) || n > math.MaxInt32 {
+		d.fail("length %d past the end", n)
+		return nil
+	}
+	v := d.b[d.off : d.off+int(n) : d.off+int(n)]
+	d.off += int(n)
+	return v
+}
+
+func (d *decoder) opBody(k Kind) Op {
+	op := Op{Kind: k, Key: d.bytes()}
+	switch k {
+	case KindPut:
+		op.Value = d.bytes()
+	case KindAdd:
+		op.Delta = int64(d.u64())
+	case KindDelete:
+	default:
+		d.fail("unknown operation kind %d", uint8(k))
+	}
+	return op
+}
+
+// count reads a uint32 element count and checks it against the bytes left,
+// given that each element takes at least minSize bytes, so that a damaged
+// count cannot make Decode allocate past the payload's size.
+func (d *decoder) count(minSize int) int {
+	n := d.u32()
+	if d.err == nil && uint64(n)*uint64(minSize) > uint64(len(d.b)-d.off) {
+		d.fail("count %d past the end", n)
+		return 0
+	}
+	return int(n)
+}
+
+// Decode parses a payload written by Append. Byte slices in the result
+// alias p; copy them to keep them past p's lifetime.
+func Decode(p []byte) (Record, error) {
+	d := &decoder{b: p}
+	var r Record
+	k := Kind(d.u8())
+	r.Revision = Revision(d.u64())
+	switch k {
+	case KindPut, KindDelete, KindAdd:
+		r.Ops = []Op{d.opBody(k)}
+	case KindTxn:
+		r.Txn = true
+		flags := d.u8()
+		if flags&^1 != 0 {
+			d.fail("unknown transaction flags %#x", flags)
+		}
+		r.Succeeded = flags&1 != 0
+		if n := d.count(10); n > 0 {
+			r.Compares = make([]Compare, n)
+			for i := range r.Compares {
+				c := &r.Compares[i]
+				c.Target, c.Cmp = Target(d.u8()), Cmp(d.u8())
+				c.Key = d.bytes()
+				switch {
+				case c.Target == TargetValue:
+					c.Value = d.bytes()
+				case c.Target >= TargetCreateRev && c.Target <= TargetExists:
+					c.Num = int64(d.u64())
+				default:
+					d.fail("unknown compare target %d", uint8(c.Target))
+				}
+				if c.Cmp < CmpEqual || c.Cmp > CmpGreater {
+					d.fail("unknown compare relation %d", uint8(c.Cmp))
+				}
+			}
+		}
+		if n := d.count(5); n > 0 {
+			r.Ops = make([]Op, n)
+			for i := range r.Ops {
+				r.Ops[i] = d.opBody(Kind(d.u8()))
+			}
+		}
+	default:
+		d.fail("unknown record kind %d", uint8(k))
+	}
+	if d.err == nil && d.off != len(p) {
+		d.fail("%d trailing bytes", len(p)-d.off)
+	}
+	if d.err != nil {
+		return Record{}, d.err
+	}
+	if r.Revision == 0 {
+		return Record{}, fmt.Errorf("%w: revision 0", ErrCorrupt)
+	}
+	return r, nil
+}

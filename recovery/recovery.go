@@ -1,0 +1,302 @@
+package recovery
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"path"
+	"time"
+
+	"github.com/kvstore/kv/record"
+	"github.com/kvstore/kv/snapshot"
+	"github.com/kvstore/kv/vfs"
+	"github.com/kvstore/kv/wal"
+)
+
+// Options configure Recover. The zero value is valid.
+type Options struct {
+	// WAL configures the writer that Recover returns and the segment it
+	// may create.
+	WAL wal.Options
+	// ReadOnly recovers in memory and writes nothing: no checkpoint, no
+	// deletion, no writer.
+	ReadOnly bool
+	// Logger receives a summary of the recovery; nil discards it.
+	Logger *slog.Logger
+	// Bug switches on a deliberate defect for the checkers' tests.
+	Bug Bug
+}
+
+// Result is what Recover found and did.
+type Result struct {
+	// Map is the recovered state.
+	Map *record.Map
+	// Writer appends to the newest segment; nil when ReadOnly. The caller
+	// owns it and must Close it.
+	Writer *wal.Writer
+	// Snapshot is the meta record of the snapshot loaded, if HadSnapshot.
+	Snapshot    snapshot.Meta
+	HadSnapshot bool
+	// Replayed counts records replayed from segments; ReplayedBytes their
+	// segments' valid bytes; Segments lists the segments replayed.
+	Replayed      int
+	ReplayedBytes int64
+	Segments      []wal.SegmentNum
+	// Torn is set when the newest segment ended in crash damage, cut at
+	// TornOffset of TornSegment.
+	Torn        bool
+	TornSegment wal.SegmentNum
+	TornOffset  int64
+	TornReason  string
+	// Checkpointed is set when Recover wrote a snapshot covering the
+	// replayed segments and deleted them.
+	Checkpointed bool
+	// Deleted lists the segments deleted because a durable snapshot
+	// covers them.
+	Deleted []wal.SegmentNum
+	// Duration is the wall time of the recovery.
+	Duration time.Duration
+}
+
+// Recover opens the data directory dir: it loads the snapshot, replays the
+// segments the snapshot does not cover, cuts a torn tail, and, when it
+// replayed or cut anything, checkpoints. The steps are numbered in
+// FORMAT.md ("Recovery").
+//
+// Recover first reads and checks everything and changes nothing until all
+// of it is found sound: when it returns an error that IsCorrupt reports,
+// no file in dir was changed. Recover is idempotent: a crash at any point
+// of it, followed by another Recover, gives the same map as one Recover
+// without a crash.
+func Recover(fsys vfs.FS, dir string, opts Options) (*Result, error) {
+	start := time.Now()
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	lax := opts.Bug == BugDoubleApply
+	res := &Result{Map: record.NewMap()}
+	m := res.Map
+
+	// 1. What is there.
+	names, err := fsys.List(dir)
+	if err != nil {
+		return nil, err
+	}
+	hasTmp := false
+	for _, n := range names {
+		if n == snapshot.TmpName {
+			hasTmp = true
+		}
+	}
+	segs, err := wal.ListSegments(fsys, dir)
+	if err != nil {
+		return nil, err
+	}
+
+	// 2. Load the snapshot, if any, verifying it whole.
+	err = snapshot.Read(fsys, dir,
+		func(meta snapshot.Meta) error { res.Snapshot = meta; return nil },
+		func(e *record.Entry) error { m.Load(e); return nil })
+	switch {
+	case err == nil:
+		res.HadSnapshot = true
+		m.SetRevision(res.Snapshot.Revision)
+	case errors.Is(err, fs.ErrNotExist):
+		m = record.NewMap()
+		res.Map = m
+	default:
+		return nil, err
+	}
+	covered := res.Snapshot.Covered
+
+	// 3. Split the segments into covered ones, to delete, and the rest, to
+	// replay; the rest must be numbered covered+1, covered+2, ... .
+	var stale, live []wal.SegmentNum
+	for _, s := range segs {
+		if s <= covered {
+			stale = append(stale, s)
+		} else {
+			live = append(live, s)
+		}
+	}
+	if !lax {
+		if err := wal.CheckContiguous(dir, live, covered+1); err != nil {
+			return nil, err
+		}
+		if res.HadSnapshot && len(live) == 0 {
+			return nil, &wal.CorruptError{Err: wal.ErrCorrupt, File: wal.SegmentPath(dir, covered+1), Offset: -1,
+				Reason: fmt.Sprintf("segment missing: the snapshot covers %s, so %s must exist",
+					wal.SegmentName(covered), wal.SegmentName(covered+1))}
+		}
+	}
+
+	// 4. Replay the live segments in order, exactly once. Only the newest
+	// may end in a torn tail.
+	rd := &wal.Reader{FS: fsys, Dir: dir, MaxRecordSize: opts.WAL.MaxRecordSize}
+	var last wal.SegmentInfo
+	for i, s := range live {
+		newest := i == len(live)-1
+		file := wal.SegmentPath(dir, s)
+		info, err := rd.Scan(s, newest, func(r wal.Record) error {
+			rec, err := record.Decode(r.Payload)
+			if err != nil {
+				return &wal.CorruptError{Err: record.ErrCorrupt, File: file, Offset: r.Offset, Reason: err.Error()}
+			}
+			if lax {
+				rec.Revision = m.Revision() + 1
+			} else if want := m.Revision() + 1; rec.Revision != want {
+				return &wal.CorruptError{Err: wal.ErrCorrupt, File: file, Offset: r.Offset,
+					Reason: fmt.Sprintf("record has revision %d, expected %d", rec.Revision, want)}
+			}
+			if err := m.Apply(&rec); err != nil {
+				return &wal.CorruptError{Err: record.ErrCorrupt, File: file, Offset: r.Offset,
+					Reason: fmt.Sprintf("record %d cannot be applied: %v", rec.Revision, err)}
+			}
+			res.Replayed++
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		if info.Records > 0 {
+			res.Segments = append(res.Segments, s)
+			res.ReplayedBytes += info.End
+		}
+		if newest {
+			last = info
+		}
+	}
+	if last.Torn {
+		res.Torn, res.TornSegment, res.TornOffset, res.TornReason = true, last.Segment, last.End, last.TornReason
+	}
+
+	if opts.ReadOnly {
+		res.Duration = time.Since(start)
+		logSummary(log, dir, res)
+		return res, nil
+	}
+
+	// Everything is read and sound: from here on Recover writes.
+
+	// 5. Delete the segments the snapshot covers, once the snapshot is
+	// durable. This process may not have written it: a crash may have
+	// come between its rename and the directory sync.
+	if len(stale) > 0 {
+		if err := syncFile(fsys, path.Join(dir, snapshot.Name)); err != nil {
+			return nil, err
+		}
+		if err := vfs.SyncDir(fsys, dir); err != nil {
+			return nil, err
+		}
+		for _, s := range stale {
+			// Safe: the snapshot that covers s is durable.
+			if err := fsys.Remove(wal.SegmentPath(dir, s)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return nil, err
+			}
+			res.Deleted = append(res.Deleted, s)
+		}
+	}
+
+	// 6. Checkpoint when anything was replayed or cut, or when the newest
+	// segment is sealed and cannot take appends.
+	if res.Replayed > 0 || last.Torn || last.Sealed {
+		if err := checkpoint(fsys, dir, opts, res, last); err != nil {
+			return nil, err
+		}
+	} else {
+		// 7. Nothing to replay: append to the newest segment, or start
+		// the first one.
+		var w *wal.Writer
+		if len(live) == 0 {
+			w, err = wal.Create(fsys, dir, covered+1, opts.WAL)
+		} else {
+			w, err = wal.OpenAppend(fsys, dir, last.Segment, last.End, opts.WAL)
+		}
+		if err != nil {
+			return nil, err
+		}
+		res.Writer = w
+	}
+
+	// 8. A stale snapshot.tmp is never trusted. Its removal need not be
+	// durable: if it comes back, the next recovery removes it again.
+	if hasTmp {
+		if err := fsys.Remove(path.Join(dir, snapshot.TmpName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			res.Writer.Close()
+			return nil, err
+		}
+	}
+	res.Duration = time.Since(start)
+	logSummary(log, dir, res)
+	return res, nil
+}
+
+// checkpoint seals the newest segment, starts the next, writes a snapshot
+// covering everything up to the newest and deletes what it covers.
+func checkpoint(fsys vfs.FS, dir string, opts Options, res *Result, last wal.SegmentInfo) error {
+	// 6a. Cut a torn tail and seal, durably, before the next segment
+	// exists: otherwise the next recovery would find the tail in a
+	// segment that is no longer the newest and call it corruption.
+	if !last.Sealed {
+		if err := wal.SealTail(fsys, dir, last.Segment, last.End, false); err != nil {
+			return err
+		}
+	}
+	// 6b. The next segment, durable (Create syncs the directory), before
+	// the snapshot that says the segments before it are covered: a
+	// snapshot covering N implies that segment N+1 exists.
+	w, err := wal.Create(fsys, dir, last.Segment+1, opts.WAL)
+	if err != nil {
+		return err
+	}
+	// 6c. The snapshot, published durably; its first record says which
+	// segment it covers, so that coverage and contents become durable in
+	// one rename.
+	meta := snapshot.Meta{Covered: last.Segment, Revision: res.Map.Revision(), Count: uint64(res.Map.Len())}
+	if opts.Bug == BugDoubleApply {
+		meta.Covered = 0
+	}
+	if err := snapshot.Write(fsys, dir, meta, res.Map.All(nil, nil), snapshot.Options{}); err != nil {
+		w.Close()
+		return err
+	}
+	// 6d. Delete the replayed segments: the snapshot covering them is
+	// durable (snapshot.Write synced the directory).
+	for s := res.Snapshot.Covered + 1; s <= last.Segment; s++ {
+		if err := fsys.Remove(wal.SegmentPath(dir, s)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			w.Close()
+			return err
+		}
+		res.Deleted = append(res.Deleted, s)
+	}
+	res.Writer = w
+	res.Checkpointed = true
+	return nil
+}
+
+func syncFile(fsys vfs.FS, name string) error {
+	f, err := fsys.Open(name)
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func logSummary(log *slog.Logger, dir string, res *Result) {
+	attrs := []any{
+		"dir", dir, "revision", uint64(res.Map.Revision()), "keys", res.Map.Len(),
+		"snapshot", res.HadSnapshot, "covered", res.Snapshot.Covered.String(),
+		"replayed", res.Replayed, "segments", len(res.Segments),
+		"checkpointed", res.Checkpointed, "deleted", len(res.Deleted), "duration", res.Duration,
+	}
+	if res.Torn {
+		attrs = append(attrs, "torn", fmt.Sprintf("%s at %d: %s", wal.SegmentName(res.TornSegment), res.TornOffset, res.TornReason))
+	}
+	log.Info("recovered", attrs...)
+}

@@ -1,0 +1,341 @@
+package snapshot
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"iter"
+	"path"
+
+	"github.com/kvstore/kv/record"
+	"github.com/kvstore/kv/vfs"
+	"github.com/kvstore/kv/wal"
+)
+
+// Name is the snapshot's file name in the data directory; TmpName is the
+// name it is written under before it is published. Part of the on-disk
+// format.
+const (
+	Name    = "snapshot"
+	TmpName = Name + ".tmp"
+)
+
+// Format constants, part of the on-disk format.
+const (
+	// Version is the snapshot format version this code writes and reads.
+	Version = 1
+	// fileHeaderSize is the magic and version at the start of the file.
+	fileHeaderSize = 8
+	// frameHeaderSize is the CRC, length and type before each payload.
+	frameHeaderSize = 9
+	// maxFrame bounds a frame's payload, so that a damaged length cannot
+	// make a reader allocate without limit.
+	maxFrame = 1 << 30
+)
+
+var magic = [6]byte{'K', 'V', 'S', 'N', 'A', 'P'}
+
+// Frame types, part of the on-disk format; 0 is invalid.
+const (
+	frameMeta  = 1 // first frame: covered segment, revision, entry count
+	frameEntry = 2 // one key
+	frameEnd   = 3 // last frame: entry count and CRC of the file before it
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// Meta is the first record of a snapshot: what it covers.
+type Meta struct {
+	// Covered is the highest segment whose records are all in the
+	// snapshot. Segments up to Covered are never replayed on top of it,
+	// and may be deleted once the snapshot is durable.
+	Covered wal.SegmentNum
+	// Revision is the revision of the last record in the snapshot.
+	Revision record.Revision
+	// Count is the number of entries.
+	Count uint64
+}
+
+// Options modify Write. The zero value is the correct protocol.
+type Options struct {
+	// Publish carries bug variants of the durable-rename protocol.
+	Publish vfs.PublishOptions
+}
+
+// Write publishes a snapshot in dir: it writes meta and then entries to
+// snapshot.tmp, syncs it, renames it to snapshot and syncs dir (see
+// vfs.Publish). entries must yield exactly meta.Count entries in key
+// order. When Write returns nil the snapshot is durable.
+func Write(fsys vfs.FS, dir string, meta Meta, entries iter.Seq[*record.Entry], opts Options) error {
+	return vfs.Publish(fsys, dir, Name, opts.Publish, func(w io.Writer) error {
+		return Encode(w, meta, entries)
+	})
+}
+
+// Encode writes a snapshot's bytes to w.
+func Encode(w io.Writer, meta Meta, entries iter.Seq[*record.Entry]) error {
+	crc := uint32(0)
+	var buf []byte
+	emit := func(typ byte, payload []byte) error {
+		buf = buf[:0]
+		buf = binary.LittleEndian.AppendUint32(buf, 0)
+		buf = binary.LittleEndian.AppendUint32(buf, uint32(len(payload)))
+		buf = append(buf, typ)
+		buf = append(buf, payload...)
+		binary.LittleEndian.PutUint32(buf, crc32.Update(0, castagnoli, buf[4:]))
+		crc = crc32.Update(crc, castagnoli, buf)
+		_, err := w.Write(buf)
+		return err
+	}
+	head := append(magic[:], 0, 0)
+	binary.LittleEndian.PutUint16(head[6:], Version)
+	crc = crc32.Update(crc, castagnoli, head)
+	if _, err := w.Write(head); err != nil {
+		return err
+	}
+	var p []byte
+	p = binary.LittleEndian.AppendUint64(p, uint64(meta.Covered))
+	p = binary.LittleEndian.AppendUint64(p, uint64(meta.Revision))
+	p = binary.LittleEndian.AppendUint64(p, meta.Count)
+	if err := emit(frameMeta, p); err != nil {
+		return err
+	}
+	var n uint64
+	for e := range entries {
+		p = p[:0]
+		p = binary.LittleEndian.AppendUint64(p, uint64(e.CreateRev))
+		p = binary.LittleEndian.AppendUint64(p, uint64(e.ModRev))
+		p = binary.LittleEndian.AppendUint64(p, uint64(e.Version))
+		p = binary.LittleEndian.AppendUint32(p, uint32(len(e.Key)))
+		p = append(p, e.Key...)
+		p = binary.LittleEndian.AppendUint32(p, uint32(len(e.Value)))
+		p = append(p, e.Value...)
+		if err := emit(frameEntry, p); err != nil {
+			return err
+		}
+		n++
+	}
+	if n != meta.Count {
+		return fmt.Errorf("snapshot: %d entries written, meta says %d", n, meta.Count)
+	}
+	p = binary.LittleEndian.AppendUint64(p[:0], n)
+	p = binary.LittleEndian.AppendUint32(p, crc)
+	return emit(frameEnd, p)
+}
+
+// ReadMeta reads only the first record of the snapshot in dir. It checks
+// that record's checksum, not the whole file's: use Read for that.
+func ReadMeta(fsys vfs.FS, dir string) (Meta, error) {
+	var meta Meta
+	err := ReadFile(fsys, path.Join(dir, Name), func(m Meta) error {
+		meta = m
+		return errStop
+	}, nil)
+	if errors.Is(err, errStop) {
+		err = nil
+	}
+	return meta, err
+}
+
+var errStop = errors.New("stop")
+
+// Read verifies the snapshot in dir and streams it back: the meta record,
+// then each entry in key order. The callbacks may run before damage later
+// in the file is found: discard what they built if Read returns an error.
+// A missing snapshot is an error matching fs.ErrNotExist.
+func Read(fsys vfs.FS, dir string, meta func(Meta) error, entry func(*record.Entry) error) error {
+	return ReadFile(fsys, path.Join(dir, Name), meta, entry)
+}
+
+// ReadFile is Read on an explicit file name.
+func ReadFile(fsys vfs.FS, name string, meta func(Meta) error, entry func(*record.Entry) error) error {
+	f, err := fsys.Open(name)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	d := &decoder{name: name, size: fi.Size(),
+		r: bufio.NewReaderSize(io.NewSectionReader(f, 0, fi.Size()), 256<<10)}
+	return d.run(meta, entry)
+}
+
+// Decode verifies a snapshot held in memory and streams it back as Read
+// does.
+func Decode(b []byte, meta func(Meta) error, entry func(*record.Entry) error) error {
+	d := &decoder{name: "snapshot", size: int64(len(b)), r: bufio.NewReader(&byteReader{b: b})}
+	return d.run(meta, entry)
+}
+
+type byteReader struct{ b []byte }
+
+func (r *byteReader) Read(p []byte) (int, error) {
+	if len(r.b) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, r.b)
+	r.b = r.b[n:]
+	return n, nil
+}
+
+type decoder struct {
+	name string
+	size int64
+	r    *bufio.Reader
+	off  int64
+	crc  uint32
+}
+
+func (d *decoder) corrupt(off int64, format string, args ...any) error {
+	return &wal.CorruptError{Err: ErrCorrupt, File: d.name, Offset: off, Reason: fmt.Sprintf(format, args...)}
+}
+
+func (d *decoder) read(p []byte) error {
+	n, err := io.ReadFull(d.r, p)
+	d.off += int64(n)
+	if err == io.EOF || err == io.ErrUnexpectedEOF {
+		return d.corrupt(d.off, "file cut short")
+	}
+	return err
+}
+
+// frame reads one frame and returns its type and payload.
+func (d *decoder) frame() (byte, []byte, int64, error) {
+	start := d.off
+	var h [frameHeaderSize]byte
+	if err := d.read(h[:]); err != nil {
+		return 0, nil, start, err
+	}
+	n := binary.LittleEndian.Uint32(h[4:])
+	if int64(n) > d.size-d.off || n > maxFrame {
+		return 0, nil, start, d.corrupt(start, "frame length %d past the end of the file", n)
+	}
+	p := make([]byte, n)
+	if err := d.read(p); err != nil {
+		return 0, nil, start, err
+	}
+	c := crc32.Update(0, castagnoli, h[4:])
+	c = crc32.Update(c, castagnoli, p)
+	if c != binary.LittleEndian.Uint32(h[:]) {
+		return 0, nil, start, d.corrupt(start, "frame checksum mismatch")
+	}
+	fileCRC := d.crc
+	d.crc = crc32.Update(d.crc, castagnoli, h[:])
+	d.crc = crc32.Update(d.crc, castagnoli, p)
+	if h[8] == frameEnd {
+		// The end frame carries the CRC of everything before it.
+		if len(p) != 12 {
+			return 0, nil, start, d.corrupt(start, "end frame of %d bytes", len(p))
+		}
+		if binary.LittleEndian.Uint32(p[8:]) != fileCRC {
+			return 0, nil, start, d.corrupt(start, "file checksum mismatch")
+		}
+	}
+	return h[8], p, start, nil
+}
+
+func (d *decoder) run(metaFn func(Meta) error, entryFn func(*record.Entry) error) error {
+	var head [fileHeaderSize]byte
+	if err := d.read(head[:]); err != nil {
+		return err
+	}
+	if [6]byte(head[:6]) != magic {
+		return d.corrupt(0, "bad magic")
+	}
+	if v := binary.LittleEndian.Uint16(head[6:]); v != Version {
+		return &wal.CorruptError{Err: ErrVersion, File: d.name, Offset: 6,
+			Reason: fmt.Sprintf("snapshot format version %d, this build reads version %d", v, Version)}
+	}
+	d.crc = crc32.Update(0, castagnoli, head[:])
+	typ, p, off, err := d.frame()
+	if err != nil {
+		return err
+	}
+	if typ != frameMeta || len(p) != 24 {
+		return d.corrupt(off, "first frame is not the meta record")
+	}
+	meta := Meta{
+		Covered:  wal.SegmentNum(binary.LittleEndian.Uint64(p)),
+		Revision: record.Revision(binary.LittleEndian.Uint64(p[8:])),
+		Count:    binary.LittleEndian.Uint64(p[16:]),
+	}
+	if metaFn != nil {
+		if err := metaFn(meta); err != nil {
+			return err
+		}
+	}
+	var n uint64
+	var prev []byte
+	for {
+		typ, p, off, err := d.frame()
+		if err != nil {
+			return err
+		}
+		switch typ {
+		case frameEntry:
+			e, err := decodeEntry(p)
+			if err != nil {
+				return d.corrupt(off, "%v", err)
+			}
+			if n > 0 && bytes.Compare(prev, e.Key) >= 0 {
+				return d.corrupt(off, "key %q out of order", e.Key)
+			}
+			prev = e.Key
+			if e.ModRev > meta.Revision || e.CreateRev > e.ModRev {
+				return d.corrupt(off, "entry revisions %d/%d past the snapshot revision %d", e.CreateRev, e.ModRev, meta.Revision)
+			}
+			n++
+			if entryFn != nil {
+				if err := entryFn(e); err != nil {
+					return err
+				}
+			}
+		case frameEnd:
+			if c := binary.LittleEndian.Uint64(p); c != n || c != meta.Count {
+				return d.corrupt(off, "%d entries read, end frame says %d, meta says %d", n, c, meta.Count)
+			}
+			if d.off != d.size {
+				return d.corrupt(d.off, "%d bytes after the end frame", d.size-d.off)
+			}
+			return nil
+		default:
+			return d.corrupt(off, "unexpected frame type %d", typ)
+		}
+	}
+}
+
+// decodeEntry parses an entry frame's payload. The entry's key and value
+// share p, which the caller owns.
+func decodeEntry(p []byte) (*record.Entry, error) {
+	if len(p) < 28 {
+		return nil, fmt.Errorf("entry frame of %d bytes", len(p))
+	}
+	e := &record.Entry{
+		CreateRev: record.Revision(binary.LittleEndian.Uint64(p)),
+		ModRev:    record.Revision(binary.LittleEndian.Uint64(p[8:])),
+		Version:   int64(binary.LittleEndian.Uint64(p[16:])),
+	}
+	rest := p[24:]
+	kl := binary.LittleEndian.Uint32(rest)
+	if uint64(kl)+8 > uint64(len(rest)) {
+		return nil, fmt.Errorf("key length %d past the frame", kl)
+	}
+	e.Key = rest[4 : 4+kl : 4+kl]
+	rest = rest[4+kl:]
+	vl := binary.LittleEndian.Uint32(rest)
+	if uint64(vl)+4 != uint64(len(rest)) {
+		return nil, fmt.Errorf("value length %d does not fill the frame", vl)
+	}
+	e.Value = rest[4:]
+	if e.CreateRev == 0 || e.Version < 1 {
+		return nil, fmt.Errorf("entry with create revision %d and version %d", e.CreateRev, e.Version)
+	}
+	return e, nil
+}

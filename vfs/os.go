@@ -1,0 +1,168 @@
+package vfs
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+
+	"golang.org/x/sys/unix"
+)
+
+// OS is the FS of the host operating system. It is the only code in the
+// module that makes file system calls for the store.
+var OS FS = osFS{}
+
+type osFS struct{}
+
+func (osFS) Create(name string) (File, error) {
+	// O_EXCL: a create is always a new inode, never a reuse of an old one
+	// whose stale bytes could be read back.
+	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL|unix.O_CLOEXEC, 0o644)
+	if err != nil {
+		return nil, err // *os.PathError names the file
+	}
+	return &osFile{f: f}, nil
+}
+
+func (osFS) Open(name string) (File, error) {
+	f, err := os.OpenFile(name, os.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	return &osFile{f: f}, nil
+}
+
+func (osFS) OpenReadWrite(name string) (File, error) {
+	f, err := os.OpenFile(name, os.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	return &osFile{f: f}, nil
+}
+
+func (osFS) OpenDir(name string) (File, error) {
+	f, err := os.OpenFile(name, os.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	return &osFile{f: f, dir: true}, nil
+}
+
+func (osFS) Rename(oldname, newname string) error { return os.Rename(oldname, newname) }
+
+func (osFS) Remove(name string) error { return os.Remove(name) }
+
+func (osFS) List(dir string) ([]string, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(ents))
+	for i, e := range ents {
+		names[i] = e.Name()
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
+func (osFS) Stat(name string) (os.FileInfo, error) { return os.Stat(name) }
+
+func (osFS) MkdirAll(dir string, perm os.FileMode) error { return os.MkdirAll(dir, perm) }
+
+func (osFS) Lock(name string, exclusive bool) (File, error) {
+	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|unix.O_CLOEXEC, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	how := unix.LOCK_SH
+	if exclusive {
+		how = unix.LOCK_EX
+	}
+	for {
+		err = unix.Flock(int(f.Fd()), how|unix.LOCK_NB)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, &os.PathError{Op: "flock", Path: name, Err: ErrLocked}
+		}
+		return nil, &os.PathError{Op: "flock", Path: name, Err: err}
+	}
+	return &osFile{f: f}, nil
+}
+
+type osFile struct {
+	f   *os.File
+	dir bool
+}
+
+func (f *osFile) Name() string { return f.f.Name() }
+
+func (f *osFile) ReadAt(p []byte, off int64) (int, error) { return f.f.ReadAt(p, off) }
+
+func (f *osFile) WriteAt(p []byte, off int64) (int, error) { return f.f.WriteAt(p, off) }
+
+func (f *osFile) Close() error { return f.f.Close() }
+
+func (f *osFile) Stat() (os.FileInfo, error) { return f.f.Stat() }
+
+func (f *osFile) Truncate(size int64) error { return f.f.Truncate(size) }
+
+func (f *osFile) Sync() error {
+	var err error
+	op := "fdatasync"
+	for {
+		if f.dir {
+			// A directory's entries are metadata: only fsync flushes them.
+			op = "fsync"
+			err = unix.Fsync(int(f.f.Fd()))
+		} else {
+			err = unix.Fdatasync(int(f.f.Fd()))
+		}
+		if err != unix.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		return &os.PathError{Op: op, Path: f.f.Name(), Err: err}
+	}
+	return nil
+}
+
+func (f *osFile) Preallocate(off, n int64) error {
+	if n <= 0 {
+		return nil
+	}
+	err := unix.Fallocate(int(f.f.Fd()), 0, off, n)
+	if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENOSYS) {
+		return nil
+	}
+	if err != nil {
+		return &os.PathError{Op: "fallocate", Path: f.f.Name(), Err: err}
+	}
+	return nil
+}
+
+// ReadFile reads a whole file from fs.
+func ReadFile(fs FS, name string) ([]byte, error) {
+	f, err := fs.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	buf := make([]byte, fi.Size())
+	n, err := f.ReadAt(buf, 0)
+	if err != nil && err != io.EOF {
+		return nil, fmt.Errorf("vfs: read %s: %w", name, err)
+	}
+	return buf[:n], nil
+}

@@ -1,0 +1,105 @@
+package vfs
+
+import (
+	"io"
+	"os"
+	"time"
+)
+
+// FS is the only way the store touches files. Every method names the
+// durability it gives; nothing is durable unless a method says so.
+//
+// Names are slash-separated paths as accepted by the host file system; the
+// store always passes a directory joined with a base name.
+type FS interface {
+	// Create creates a new, empty file opened for reading and writing. The
+	// file must not exist: Create always makes a new inode and fails with an
+	// error matching os.ErrExist otherwise. Neither the file's name nor its
+	// data is durable until the file is synced (data) and its directory is
+	// synced (name).
+	Create(name string) (File, error)
+
+	// Open opens an existing file for reading.
+	Open(name string) (File, error)
+
+	// OpenReadWrite opens an existing file for reading and writing at
+	// explicit offsets. It makes nothing durable.
+	OpenReadWrite(name string) (File, error)
+
+	// OpenDir opens a directory so that Sync on the result makes its
+	// entries (creates, renames and removes inside it) durable.
+	OpenDir(name string) (File, error)
+
+	// Rename atomically replaces newname with oldname. The change is durable
+	// only after the directory holding both is synced.
+	Rename(oldname, newname string) error
+
+	// Remove unlinks a file or an empty directory. The change is durable
+	// only after the parent directory is synced.
+	Remove(name string) error
+
+	// List returns the base names in directory dir, sorted.
+	List(dir string) ([]string, error)
+
+	// Stat describes a file.
+	Stat(name string) (os.FileInfo, error)
+
+	// MkdirAll creates a directory and any missing parents. The new entries
+	// are durable only after their parents are synced.
+	MkdirAll(dir string, perm os.FileMode) error
+
+	// Lock takes an advisory lock (flock) on name, creating the file if it
+	// does not exist, and returns the file opened for reading and writing.
+	// With exclusive false the lock is shared. Lock does not wait: when
+	// another holder conflicts it fails with an error matching ErrLocked.
+	// Closing the file releases the lock; so does the process's death.
+	Lock(name string, exclusive bool) (File, error)
+}
+
+// File is an open file or directory.
+type File interface {
+	io.ReaderAt
+	io.WriterAt
+	io.Closer
+
+	// Sync makes the file's data durable (fdatasync), including the size
+	// when it changed. It never makes the file's name durable: sync the
+	// directory for that. On a directory, Sync makes its entries durable
+	// (fsync).
+	Sync() error
+
+	// Truncate changes the size of the file. The new size is durable after
+	// Sync.
+	Truncate(size int64) error
+
+	// Preallocate reserves disk blocks for [off, off+n), extending the size
+	// of the file with zeros when off+n is past its end, so that later
+	// writes inside the range need not change the size. It is durable after
+	// Sync. A file system without support returns nil and does nothing.
+	Preallocate(off, n int64) error
+
+	// Stat describes the open file.
+	Stat() (os.FileInfo, error)
+
+	// Name returns the name the file was opened with.
+	Name() string
+}
+
+// fileInfo is a minimal os.FileInfo for the in-memory file system.
+type fileInfo struct {
+	name  string
+	size  int64
+	isDir bool
+}
+
+func (fi fileInfo) Name() string { return fi.name }
+func (fi fileInfo) Size() int64  { return fi.size }
+func (fi fileInfo) Mode() os.FileMode {
+	if fi.isDir {
+		return os.ModeDir | 0o755
+	}
+	return 0o644
+}
+func (fi fileInfo) ModTime() time.Time { return time.Time{} }
+func (fi fileInfo) IsDir() bool        { return fi.isDir }
+func (fi fileInfo) Sys() any           { return nil }

@@ -1,0 +1,170 @@
+package wal
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"io"
+
+	"github.com/kvstore/kv/vfs"
+)
+
+// Record is a data record read back from a segment.
+type Record struct {
+	Segment SegmentNum
+	Offset  int64  // byte offset of the record header in the segment
+	Payload []byte // valid only until the callback returns
+}
+
+// SegmentInfo says what Scan found in one segment.
+type SegmentInfo struct {
+	Segment SegmentNum
+	Size    int64 // file size in bytes
+	// End is the offset just past the last valid record: the length of
+	// the valid prefix, and where a writer appends.
+	End     int64
+	Records int  // data records
+	Sealed  bool // a seal record ends the segment
+	// Torn reports that bytes after End are damage a crash can leave in
+	// the newest segment: an incomplete record, a record failing its
+	// checksum, or leftovers of writes that were never synced. Zeros alone
+	// after End are not torn: they are preallocated or never written.
+	Torn bool
+	// TornReason says what was found at End when Torn is set.
+	TornReason string
+}
+
+// Reader reads segments. Its buffer is reused from one Scan to the next, so
+// replaying many segments allocates one buffer.
+type Reader struct {
+	FS  vfs.FS
+	Dir string
+	// MaxRecordSize bounds the length of a record; 0 means
+	// DefaultMaxRecordSize. A longer length field is damage.
+	MaxRecordSize int
+	buf           []byte
+}
+
+// Scan reads segment seg and calls fn with each data record in order.
+//
+// When newest is false the segment is sealed: it must start with its
+// header, hold only valid records and end with a seal record (zeros may
+// follow it). When newest is true, damage at the end is crash damage and is
+// reported in SegmentInfo.Torn, unless a later valid record proves that the
+// damaged bytes had been synced before it was written: then, as for any
+// damage in a sealed segment, Scan returns a *CorruptError matching
+// ErrCorrupt with the file and the offset of the first bad byte.
+//
+// An error returned by fn stops the scan and is returned as is.
+func (r *Reader) Scan(seg SegmentNum, newest bool, fn func(Record) error) (SegmentInfo, error) {
+	name := SegmentPath(r.Dir, seg)
+	info := SegmentInfo{Segment: seg}
+	f, err := r.FS.Open(name)
+	if err != nil {
+		return info, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return info, err
+	}
+	info.Size = fi.Size()
+	if int64(cap(r.buf)) < info.Size {
+		r.buf = make([]byte, info.Size)
+	}
+	b := r.buf[:info.Size]
+	if n, err := f.ReadAt(b, 0); err != nil && !(err == io.EOF && int64(n) == info.Size) {
+		return info, fmt.Errorf("wal: read %s: %w", name, err)
+	}
+	maxRec := r.MaxRecordSize
+	if maxRec <= 0 {
+		maxRec = DefaultMaxRecordSize
+	}
+	return scanBytes(name, seg, b, newest, maxRec, info, fn)
+}
+
+// scanBytes applies the rules of Scan to the contents b of a segment.
+func scanBytes(name string, seg SegmentNum, b []byte, newest bool, maxRec int, info SegmentInfo, fn func(Record) error) (SegmentInfo, error) {
+	off := 0
+	reason := ""
+	for off < len(b) {
+		var p parsed
+		p, reason = parseRecord(b[off:], seg, maxRec)
+		if reason != "" {
+			break
+		}
+		if p.synced > int64(off) {
+			return info, corruptf(name, int64(off), "record claims %d bytes synced before its own offset", p.synced)
+		}
+		switch {
+		case info.Sealed:
+			return info, corruptf(name, int64(off), "%s record after the seal", p.typ)
+		case off == 0:
+			if p.typ != TypeHeader {
+				return info, corruptf(name, 0, "segment does not start with a header record")
+			}
+			if err := checkSegmentHeader(name, seg, p.payload); err != nil {
+				return info, err
+			}
+		case p.typ == TypeHeader:
+			return info, corruptf(name, int64(off), "second header record")
+		case p.typ == TypeSeal:
+			if len(p.payload) != 0 {
+				return info, corruptf(name, int64(off), "seal record with a payload")
+			}
+			info.Sealed = true
+		default:
+			info.Records++
+			if fn != nil {
+				if err := fn(Record{Segment: seg, Offset: int64(off), Payload: p.payload}); err != nil {
+					return info, err
+				}
+			}
+		}
+		off += p.size
+		info.End = int64(off)
+	}
+	if off == len(b) || allZero(b[off:]) {
+		// A clean end, or zeros: preallocated space, or writes that a crash
+		// lost entirely. Only the newest segment may end unsealed.
+		if !newest && !info.Sealed {
+			return info, corruptf(name, int64(off), "sealed segment ends without a seal record (cut short)")
+		}
+		return info, nil
+	}
+	if !newest || info.Sealed {
+		if info.Sealed {
+			reason = "bytes after the seal record"
+		}
+		return info, corruptf(name, int64(off), "%s", reason)
+	}
+	// Damage at the end of the newest segment is crash damage unless a
+	// later valid record was written when these bytes were already synced.
+	for p := off + 1; p+HeaderSize <= len(b); p++ {
+		q, bad := parseRecord(b[p:], seg, maxRec)
+		if bad == "" && q.synced > int64(off) {
+			return info, corruptf(name, int64(off),
+				"%s, but the record at offset %d was written after offset %d was synced", reason, p, q.synced)
+		}
+	}
+	info.Torn = true
+	info.TornReason = reason
+	return info, nil
+}
+
+func checkSegmentHeader(name string, seg SegmentNum, p []byte) error {
+	if len(p) != segmentHeaderSize || !bytes.Equal(p[:4], segmentMagic[:]) {
+		return corruptf(name, 0, "bad segment header magic")
+	}
+	if v := binary.LittleEndian.Uint16(p[4:]); v != Version {
+		return &CorruptError{Err: ErrVersion, File: name, Offset: 0,
+			Reason: fmt.Sprintf("segment format version %d, this build reads version %d", v, Version)}
+	}
+	if binary.LittleEndian.Uint16(p[6:]) != 0 {
+		return corruptf(name, 0, "reserved segment header bytes not zero")
+	}
+	if s := SegmentNum(binary.LittleEndian.Uint64(p[8:])); s != seg {
+		return corruptf(name, 0, "segment header names segment %s", s)
+	}
+	return nil
+}
