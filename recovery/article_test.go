@@ -29,7 +29,7 @@ func articleOps() []record.Op {
 var articleWant = map[string]string{"c": "55", "d": "7", "k1": "v1", "k2": "v2", "k4": "v4", "k5": "v5"}
 
 // writeLog writes ops as records with revisions from first on, into
-// segment seg of dir, synced, and leaves the segment unsealed.
+// segment seg of dir, each synced, and leaves the segment unsealed.
 func writeLog(tb testing.TB, fsys vfs.FS, dir string, seg wal.SegmentNum, first record.Revision, ops []record.Op) {
 	tb.Helper()
 	w, err := wal.Create(fsys, dir, seg, wal.Options{})
@@ -39,6 +39,11 @@ func writeLog(tb testing.TB, fsys vfs.FS, dir string, seg wal.SegmentNum, first 
 	for i, op := range ops {
 		p := record.Append(nil, &record.Record{Revision: first + record.Revision(i), Ops: []record.Op{op}})
 		if _, err := w.Append(p); err != nil {
+			tb.Fatal(err)
+		}
+		// One sync per record, as when each write is acknowledged on its
+		// own: each record then proves the ones before it were synced.
+		if err := w.Sync(); err != nil {
 			tb.Fatal(err)
 		}
 	}

@@ -239,10 +239,10 @@ func checkpoint(fsys vfs.FS, dir string, opts Options, res *Result, last wal.Seg
 	// 6a. Cut a torn tail and seal, durably, before the next segment
 	// exists: otherwise the next recovery would find the tail in a
 	// segment that is no longer the newest and call it corruption.
-	if !last.Sealed {
-		if err := wal.SealTail(fsys, dir, last.Segment, last.End, false); err != nil {
-			return err
-		}
+	// A seal found already in place is synced too: it may be only in the
+	// page cache of the crashed process that wrote it.
+	if err := wal.SealTail(fsys, dir, last.Segment, last.End, last.Sealed); err != nil {
+		return err
 	}
 	// 6b. The next segment, durable (Create syncs the directory), before
 	// the snapshot that says the segments before it are covered: a

@@ -1,0 +1,144 @@
+package recovery_test
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/kvstore/kv/record"
+	"github.com/kvstore/kv/recovery"
+	"github.com/kvstore/kv/snapshot"
+	"github.com/kvstore/kv/wal"
+)
+
+func TestEmptyDirectory(t *testing.T) {
+	fsys, dir := newDir(t)
+	res, err := recovery.Recover(fsys, dir, recovery.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Map.Len() != 0 || res.Map.Revision() != 0 || res.Checkpointed {
+		t.Errorf("fresh directory: %d keys, revision %d, checkpointed %v", res.Map.Len(), res.Map.Revision(), res.Checkpointed)
+	}
+	if got := res.Writer.Segment(); got != 1 {
+		t.Errorf("appending to segment %s, want 000001", got)
+	}
+	res.Writer.Close()
+	// The new segment survives a power loss: Create synced the directory.
+	crashed := fsys.CrashClone()
+	if diff := cmp.Diff([]string{"log.000001"}, mustList(t, crashed, dir)); diff != "" {
+		t.Errorf("after power loss (-want +got):\n%s", diff)
+	}
+	res, err = recovery.Recover(crashed, dir, recovery.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Writer.Close()
+}
+
+func mustList(tb testing.TB, fsys interface {
+	List(string) ([]string, error)
+}, dir string) []string {
+	tb.Helper()
+	names, err := fsys.List(dir)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return names
+}
+
+// TestRevisionsContinue appends after a recovery and recovers again: the
+// revisions go on from the snapshot's.
+func TestRevisionsContinue(t *testing.T) {
+	fsys, dir := newDir(t)
+	writeLog(t, fsys, dir, 1, 1, articleOps())
+	res, err := recovery.Recover(fsys, dir, recovery.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := res.Writer
+	p := record.Append(nil, &record.Record{Revision: 18, Ops: []record.Op{{Kind: record.KindAdd, Key: []byte("c"), Delta: 45}}})
+	if _, err := w.Append(p); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	res, err = recovery.Recover(fsys.CrashClone(), dir, recovery.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Writer.Close()
+	if e, _ := res.Map.Get([]byte("c")); e == nil || string(e.Value) != "100" || e.ModRev != 18 || e.CreateRev != 1 || e.Version != 11 {
+		t.Errorf("c = %+v, want value 100, create 1, mod 18, version 11", e)
+	}
+	if res.Map.Revision() != 18 || res.Replayed != 1 {
+		t.Errorf("revision %d, replayed %d; want 18, 1", res.Map.Revision(), res.Replayed)
+	}
+}
+
+// TestLeftoversRemoved: a stale snapshot.tmp and a segment the snapshot
+// covers (a crash came before its deletion) are removed, and the covered
+// segment is not replayed.
+func TestLeftoversRemoved(t *testing.T) {
+	fsys, dir := newDir(t)
+	writeLog(t, fsys, dir, 1, 1, articleOps())
+	keep := fsys.Clone()
+	res, err := recovery.Recover(fsys, dir, recovery.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Writer.Close()
+	// Put log.000001 back, as if the crash came before its unlink, and a
+	// half-written snapshot.tmp.
+	seg, _ := readAll(keep, wal.SegmentPath(dir, 1))
+	rewrite(t, fsys, wal.SegmentPath(dir, 1), seg)
+	tmp, _ := fsys.Create(dir + "/" + snapshot.TmpName)
+	tmp.WriteAt([]byte("half a snapshot"), 0)
+	tmp.Close()
+
+	res, err = recovery.Recover(fsys, dir, recovery.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Writer.Close()
+	if diff := cmp.Diff(articleWant, dump(res.Map)); diff != "" {
+		t.Errorf("map (-want +got):\n%s", diff)
+	}
+	if res.Replayed != 0 || !cmp.Equal(res.Deleted, []wal.SegmentNum{1}) {
+		t.Errorf("replayed %d, deleted %v; want 0 and [1]", res.Replayed, res.Deleted)
+	}
+	if diff := cmp.Diff([]string{"log.000002", "snapshot"}, mustList(t, fsys, dir)); diff != "" {
+		t.Errorf("files (-want +got):\n%s", diff)
+	}
+}
+
+// TestReadOnlyWritesNothing recovers without changing any file.
+func TestReadOnlyWritesNothing(t *testing.T) {
+	fsys, dir := newDir(t)
+	writeLog(t, fsys, dir, 1, 1, articleOps())
+	before := files(t, fsys, dir)
+	res, err := recovery.Recover(fsys, dir, recovery.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Writer != nil {
+		t.Error("read-only recovery returned a writer")
+	}
+	if diff := cmp.Diff(articleWant, dump(res.Map)); diff != "" {
+		t.Errorf("map (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(before, files(t, fsys, dir)); diff != "" {
+		t.Errorf("files changed (-before +after):\n%s", diff)
+	}
+}
+
+func TestParseBug(t *testing.T) {
+	for _, s := range []string{"", "none", "double-apply"} {
+		if _, err := recovery.ParseBug(s); err != nil {
+			t.Errorf("ParseBug(%q): %v", s, err)
+		}
+	}
+	if _, err := recovery.ParseBug("nope"); err == nil {
+		t.Error("ParseBug(nope) succeeded")
+	}
+}
