@@ -83,7 +83,7 @@ func (m *Map) All(start, end []byte) iter.Seq[*Entry] {
 // check that r.Revision follows the map's revision; callers do.
 func (m *Map) Apply(r *Record) error {
 	if len(r.Ops) == 1 {
-		e, err := m.next(&r.Ops[0], r.Revision, nil)
+		e, err := Next(m.current(r.Ops[0].Key, nil), &r.Ops[0], r.Revision)
 		if err != nil {
 			return err
 		}
@@ -96,7 +96,7 @@ func (m *Map) Apply(r *Record) error {
 	staged := make(map[string]*Entry, len(r.Ops))
 	order := make([]string, 0, len(r.Ops))
 	for i := range r.Ops {
-		e, err := m.next(&r.Ops[i], r.Revision, staged)
+		e, err := Next(m.current(r.Ops[i].Key, staged), &r.Ops[i], r.Revision)
 		if err != nil {
 			return err
 		}
@@ -124,9 +124,11 @@ func (m *Map) current(key []byte, staged map[string]*Entry) *Entry {
 	return e
 }
 
-// next computes the entry of op.Key after op; nil means deleted.
-func (m *Map) next(op *Op, rev Revision, staged map[string]*Entry) (*Entry, error) {
-	old := m.current(op.Key, staged)
+// Next returns the entry of op.Key after op is applied at revision rev to
+// old, the key's entry before (nil when absent). A nil result means the
+// key is deleted. It returns an error wrapping ErrNotInteger or
+// ErrOverflow when an add cannot apply.
+func Next(old *Entry, op *Op, rev Revision) (*Entry, error) {
 	var value []byte
 	switch op.Kind {
 	case KindDelete:
@@ -159,12 +161,17 @@ func (m *Map) next(op *Op, rev Revision, staged map[string]*Entry) (*Entry, erro
 
 func (m *Map) set(key []byte, e *Entry) {
 	if e == nil {
-		if old, ok := m.t.Delete(&Entry{Key: key}); ok {
-			m.bytes -= int64(len(old.Key) + len(old.Value))
-		}
+		m.Delete(key)
 		return
 	}
 	m.Load(e)
+}
+
+// Delete removes key, as Apply does for a delete operation.
+func (m *Map) Delete(key []byte) {
+	if old, ok := m.t.Delete(&Entry{Key: key}); ok {
+		m.bytes -= int64(len(old.Key) + len(old.Value))
+	}
 }
 
 // ParseInt parses a value as the decimal int64 that add works on.

@@ -22,10 +22,14 @@ const (
 	// directory as corrupt. A crash between the snapshot's rename and the
 	// deletion of the segments it covers then applies them twice.
 	BugDoubleApply Bug = "double-apply"
+	// BugNoSync makes the store acknowledge writes without syncing the
+	// log, as if the default sync mode were Never: a power loss takes
+	// back acknowledged writes.
+	BugNoSync Bug = "no-sync"
 )
 
 // Bugs lists the known variants.
-func Bugs() []Bug { return []Bug{BugDoubleApply} }
+func Bugs() []Bug { return []Bug{BugDoubleApply, BugNoSync} }
 
 // ParseBug returns the variant named s; "" and "none" mean NoBug.
 func ParseBug(s string) (Bug, error) {

@@ -16,9 +16,10 @@ type Options struct {
 	// MaxRecordSize bounds a payload; a bigger one is ErrTooLarge. 0 means
 	// DefaultMaxRecordSize.
 	MaxRecordSize int
-	// Preallocate reserves this many bytes for each new segment (zeros
-	// that readers skip), so that appends within it need not change the
-	// file size and a sync need not write the inode. 0 disables it.
+	// Preallocate reserves log space ahead of the writer, this many bytes
+	// at a time (zeros that readers skip), so that appends within it need
+	// not change the file size and a sync need not write the inode. 0
+	// disables it.
 	Preallocate int64
 }
 
@@ -60,6 +61,7 @@ type Writer struct {
 	f      vfs.File
 	off    int64 // where the next record goes
 	synced int64 // bytes of seg known durable
+	alloc  int64 // file size reserved by preallocation
 	err    error // sticky failure
 	closed bool
 	buf    []byte
@@ -87,6 +89,9 @@ func OpenAppend(fsys vfs.FS, dir string, seg SegmentNum, end int64, opts Options
 		return nil, err
 	}
 	w := &Writer{fsys: fsys, dir: dir, opts: opts, seg: seg, f: f, off: end}
+	if fi, err := f.Stat(); err == nil {
+		w.alloc = fi.Size()
+	}
 	if end == 0 {
 		// Created but its header never reached the disk.
 		if err := w.writeLocked(TypeHeader, segmentHeaderPayload(seg)); err != nil {
@@ -124,14 +129,28 @@ func (w *Writer) create(seg SegmentNum) error {
 	if err := w.writeLocked(TypeHeader, segmentHeaderPayload(seg)); err != nil {
 		return err
 	}
-	if n := w.opts.Preallocate; n > 0 {
-		if err := f.Preallocate(0, n); err != nil {
-			return err
-		}
+	w.alloc = 0
+	if err := w.reserve(w.off); err != nil {
+		return err
 	}
 	// The new name must be durable before any record in the segment is
 	// acknowledged; syncing the directory now does it once per segment.
 	return vfs.SyncDir(w.fsys, w.dir)
+}
+
+// reserve preallocates space so that the file covers end, in steps of
+// Options.Preallocate.
+func (w *Writer) reserve(end int64) error {
+	step := w.opts.Preallocate
+	if step <= 0 || end <= w.alloc {
+		return nil
+	}
+	n := (end - w.alloc + step - 1) / step * step
+	if err := w.f.Preallocate(w.alloc, n); err != nil {
+		return err
+	}
+	w.alloc += n
+	return nil
 }
 
 // writeLocked frames one record and writes it at w.off.
@@ -190,6 +209,9 @@ func (w *Writer) Append(payloads ...[]byte) (Position, error) {
 		w.buf = appendRecord(w.buf, TypeData, w.seg, w.synced, p)
 	}
 	pos := Position{Segment: w.seg, Offset: w.off}
+	if err := w.reserve(w.off + int64(len(w.buf))); err != nil {
+		return Position{}, w.fail(err)
+	}
 	if _, err := w.f.WriteAt(w.buf, w.off); err != nil {
 		return Position{}, w.fail(err)
 	}

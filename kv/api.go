@@ -1,0 +1,214 @@
+package kv
+
+import (
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/kvstore/kv/wal"
+)
+
+// Put sets key to value and returns the revision it committed at. Under
+// Always it returns once the write is durable.
+func (s *Store) Put(key, value []byte) (Revision, error) {
+	r := &request{single: true, txn: Txn{Then: []Op{PutOp(key, value)}}}
+	err := s.write(r)
+	return r.res.Revision, err
+}
+
+// Delete removes key and returns the revision it committed at, or
+// ErrNotFound, committing nothing, when the key does not exist.
+func (s *Store) Delete(key []byte) (Revision, error) {
+	r := &request{single: true, mustExist: true, txn: Txn{Then: []Op{DeleteOp(key)}}}
+	err := s.write(r)
+	return r.res.Revision, err
+}
+
+// Add adds delta to key's value, a decimal int64 (a missing key counts as
+// 0), and returns the new value and the revision. It fails with
+// ErrNotInteger or ErrOverflow, committing nothing. The log records the
+// delta, not the result.
+func (s *Store) Add(key []byte, delta int64) (int64, Revision, error) {
+	r := &request{single: true, txn: Txn{Then: []Op{AddOp(key, delta)}}}
+	err := s.write(r)
+	return r.added, r.res.Revision, err
+}
+
+// Txn commits a transaction atomically as one record (see Txn). A failed
+// compare is not an error: TxnResult.Succeeded is false and the Else
+// operations ran. A failed fence is ErrFenced.
+func (s *Store) Txn(t Txn) (TxnResult, error) {
+	if len(t.Then) == 0 && len(t.Else) == 0 && t.Fence == nil && len(t.If) == 0 {
+		return TxnResult{}, fmt.Errorf("%w: empty transaction", ErrInvalid)
+	}
+	r := &request{txn: t}
+	err := s.write(r)
+	return r.res, err
+}
+
+// Fenced returns a writer whose writes commit only while fence holds; see
+// Fence.
+func (s *Store) Fenced(f Fence) *FencedWriter { return &FencedWriter{s: s, f: f} }
+
+// FencedWriter writes under a fencing token. Every write fails with
+// ErrFenced, and writes nothing, once the fence key's revision is no
+// longer the token.
+type FencedWriter struct {
+	s *Store
+	f Fence
+}
+
+func (fw *FencedWriter) one(op Op, mustExist bool) *request {
+	f := fw.f
+	return &request{single: true, mustExist: mustExist, txn: Txn{Then: []Op{op}, Fence: &f}}
+}
+
+// Put is Store.Put under the fence.
+func (fw *FencedWriter) Put(key, value []byte) (Revision, error) {
+	r := fw.one(PutOp(key, value), false)
+	err := fw.s.write(r)
+	return r.res.Revision, err
+}
+
+// Delete is Store.Delete under the fence.
+func (fw *FencedWriter) Delete(key []byte) (Revision, error) {
+	r := fw.one(DeleteOp(key), true)
+	err := fw.s.write(r)
+	return r.res.Revision, err
+}
+
+// Add is Store.Add under the fence.
+func (fw *FencedWriter) Add(key []byte, delta int64) (int64, Revision, error) {
+	r := fw.one(AddOp(key, delta), false)
+	err := fw.s.write(r)
+	return r.added, r.res.Revision, err
+}
+
+// Txn is Store.Txn under the fence; the fence is checked before the
+// compares.
+func (fw *FencedWriter) Txn(t Txn) (TxnResult, error) {
+	f := fw.f
+	t.Fence = &f
+	return fw.s.Txn(t)
+}
+
+// control runs f in the committer, between groups, and waits for it.
+func (s *Store) control(f func() error) error {
+	if s.opts.ReadOnly {
+		return ErrReadOnly
+	}
+	s.closeMu.RLock()
+	if s.closed {
+		s.closeMu.RUnlock()
+		return ErrClosed
+	}
+	errc := make(chan error, 1)
+	s.ctl <- func() { errc <- f() }
+	s.closeMu.RUnlock()
+	return <-errc
+}
+
+// Sync makes every acknowledged write durable. Under Always it has nothing
+// to do; under Interval and Never it is the way to wait for durability.
+func (s *Store) Sync() error {
+	return s.control(func() error {
+		if f := s.failed.Load(); f != nil {
+			return fmt.Errorf("%w: %w", ErrFailed, *f)
+		}
+		if err := s.w.Sync(); err != nil {
+			s.failStop(err)
+			return err
+		}
+		return nil
+	})
+}
+
+// Checkpoint writes a snapshot of the current state and deletes the log
+// segments it covers, and returns when the snapshot is durable. Writers
+// wait only while the log rotates; the snapshot is written from a
+// copy-on-write view. If a checkpoint is already running, Checkpoint waits
+// for it and then starts a new one.
+func (s *Store) Checkpoint() error {
+	for {
+		var wait chan error
+		started := false
+		err := s.control(func() error {
+			if f := s.failed.Load(); f != nil {
+				return fmt.Errorf("%w: %w", ErrFailed, *f)
+			}
+			wait = make(chan error, 1)
+			s.ckptWait = append(s.ckptWait, wait)
+			if s.ckpt == nil {
+				s.startCheckpoint()
+				started = true
+				if s.ckpt == nil { // the rotation failed
+					s.ckptWait = s.ckptWait[:len(s.ckptWait)-1]
+					return fmt.Errorf("%w: %w", ErrFailed, *s.failed.Load())
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if err := <-wait; err != nil || started {
+			return err
+		}
+	}
+}
+
+// Stats are counters of a Store since it was opened.
+type Stats struct {
+	Records       int64          // records committed
+	Groups        int64          // group commits (one write each)
+	Syncs         int64          // fdatasyncs of the log for commits
+	AvgGroupSize  float64        // Records / Groups
+	BytesLogged   int64          // bytes appended to the log
+	Checkpoints   int64          // snapshots written since open
+	CheckpointErr int64          // checkpoints that failed (the log is kept)
+	Keys          int            // keys in the map
+	Revision      Revision       // last committed revision
+	Segment       wal.SegmentNum // segment being appended to
+	// Recovery at open.
+	RecoveryTime     time.Duration
+	RecoveryReplayed int   // records replayed
+	RecoveryBytes    int64 // log bytes replayed
+	RecoverySnapshot bool  // a snapshot was loaded
+	RecoveryTorn     bool  // a torn tail was cut
+	Failed           error // the fail-stop cause, if any
+}
+
+type statCounters struct {
+	records, groups, syncs, bytes atomic.Int64
+	checkpoints, checkpointErrors atomic.Int64
+}
+
+// Stats returns the store's counters.
+func (s *Store) Stats() Stats {
+	st := Stats{
+		Records:          s.stats.records.Load(),
+		Groups:           s.stats.groups.Load(),
+		Syncs:            s.stats.syncs.Load(),
+		BytesLogged:      s.stats.bytes.Load(),
+		Checkpoints:      s.stats.checkpoints.Load(),
+		CheckpointErr:    s.stats.checkpointErrors.Load(),
+		RecoveryTime:     s.recovery.Duration,
+		RecoveryReplayed: s.recovery.Replayed,
+		RecoveryBytes:    s.recovery.ReplayedBytes,
+		RecoverySnapshot: s.recovery.HadSnapshot,
+		RecoveryTorn:     s.recovery.Torn,
+	}
+	if st.Groups > 0 {
+		st.AvgGroupSize = float64(st.Records) / float64(st.Groups)
+	}
+	s.mu.RLock()
+	st.Keys, st.Revision = s.m.Len(), s.m.Revision()
+	s.mu.RUnlock()
+	if s.w != nil {
+		st.Segment = s.w.Segment()
+	}
+	if f := s.failed.Load(); f != nil {
+		st.Failed = *f
+	}
+	return st
+}

@@ -1,0 +1,409 @@
+package kv
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/kvstore/kv/record"
+	"github.com/kvstore/kv/recovery"
+	"github.com/kvstore/kv/snapshot"
+	"github.com/kvstore/kv/wal"
+)
+
+// request is one write waiting for the committer.
+type request struct {
+	txn       Txn
+	single    bool // a plain write, logged as a one-operation record
+	mustExist bool // a plain Delete: ErrNotFound when the key is absent
+	res       TxnResult
+	added     int64 // the value after a plain Add
+	err       error
+	done      chan struct{}
+}
+
+// maxBatch bounds a group commit.
+const maxBatch = 4096
+
+// write submits r to the committer and waits for its outcome.
+func (s *Store) write(r *request) error {
+	if s.opts.ReadOnly {
+		return ErrReadOnly
+	}
+	if err := s.check(&r.txn); err != nil {
+		return err
+	}
+	if f := s.failed.Load(); f != nil {
+		return fmt.Errorf("%w: %w", ErrFailed, *f)
+	}
+	r.done = make(chan struct{})
+	s.closeMu.RLock()
+	if s.closed {
+		s.closeMu.RUnlock()
+		return ErrClosed
+	}
+	s.reqs <- r
+	s.closeMu.RUnlock()
+	<-r.done
+	return r.err
+}
+
+// check validates a transaction before it is queued.
+func (s *Store) check(t *Txn) error {
+	maxK, maxV := s.opts.maxKey(), s.opts.maxValue()
+	total := 0
+	key := func(k []byte) error {
+		if len(k) == 0 {
+			return fmt.Errorf("%w: empty key", ErrInvalid)
+		}
+		if len(k) > maxK {
+			return fmt.Errorf("%w: key of %d bytes, limit %d", ErrTooLarge, len(k), maxK)
+		}
+		total += len(k)
+		return nil
+	}
+	for _, ops := range [][]Op{t.Then, t.Else} {
+		for i := range ops {
+			op := &ops[i]
+			if err := key(op.Key); err != nil {
+				return err
+			}
+			switch op.Kind {
+			case record.KindPut:
+				if len(op.Value) > maxV {
+					return fmt.Errorf("%w: value of %d bytes, limit %d", ErrTooLarge, len(op.Value), maxV)
+				}
+				total += len(op.Value)
+			case record.KindDelete, record.KindAdd:
+			default:
+				return fmt.Errorf("%w: unknown operation kind %d", ErrInvalid, op.Kind)
+			}
+		}
+	}
+	for i := range t.If {
+		c := &t.If[i]
+		if err := key(c.Key); err != nil {
+			return err
+		}
+		if c.Target < record.TargetValue || c.Target > record.TargetExists || c.Cmp < record.CmpEqual || c.Cmp > record.CmpGreater {
+			return fmt.Errorf("%w: malformed compare", ErrInvalid)
+		}
+		total += len(c.Value)
+	}
+	if t.Fence != nil {
+		if err := key(t.Fence.Key); err != nil {
+			return err
+		}
+	}
+	if total > s.opts.walOptions().MaxRecordSize-1024 {
+		return fmt.Errorf("%w: transaction of %d bytes", ErrTooLarge, total)
+	}
+	return nil
+}
+
+// run is the committer: it takes the waiting writes as one group,
+// evaluates them in order, logs them with one write and one sync, applies
+// them to the visible map and acknowledges them. While it syncs, the next
+// group gathers in the channel.
+func (s *Store) run() {
+	defer close(s.done)
+	var tick <-chan time.Time
+	if s.opts.Sync.kind == syncInterval && s.opts.Sync.interval > 0 {
+		t := time.NewTicker(s.opts.Sync.interval)
+		defer t.Stop()
+		tick = t.C
+	}
+	batch := make([]*request, 0, 64)
+	for {
+		select {
+		case r := <-s.reqs:
+			batch = append(batch[:0], r)
+		gather:
+			for len(batch) < maxBatch {
+				select {
+				case r := <-s.reqs:
+					batch = append(batch, r)
+				default:
+					break gather
+				}
+			}
+			s.commit(batch)
+			clear(batch)
+		case f := <-s.ctl:
+			f()
+		case err := <-s.ckpt:
+			s.checkpointDone(err)
+		case <-tick:
+			if s.failed.Load() == nil {
+				if err := s.w.Sync(); err != nil {
+					s.failStop(err)
+				}
+			}
+		case <-s.quit:
+			// Writes accepted before Close are committed, not dropped.
+			for {
+				select {
+				case r := <-s.reqs:
+					s.commit([]*request{r})
+					continue
+				default:
+				}
+				break
+			}
+			if s.ckpt != nil {
+				s.checkpointDone(<-s.ckpt)
+			}
+			return
+		}
+	}
+}
+
+// staged is one key's new state in a group being committed.
+type staged struct {
+	key string
+	e   *record.Entry // nil: deleted
+}
+
+func (s *Store) lookup(key []byte) *record.Entry {
+	if e, ok := s.overlay[string(key)]; ok {
+		return e
+	}
+	return s.index[string(key)]
+}
+
+// commit evaluates, logs, syncs and applies one group.
+func (s *Store) commit(batch []*request) {
+	if f := s.failed.Load(); f != nil {
+		for _, r := range batch {
+			r.err = fmt.Errorf("%w: %w", ErrFailed, *f)
+			close(r.done)
+		}
+		return
+	}
+	clear(s.overlay)
+	rev := s.m.Revision()
+	var changes []staged
+	var payloads [][]byte
+	s.buf = s.buf[:0]
+	var offsets []int
+	for _, r := range batch {
+		t := &r.txn
+		if f := t.Fence; f != nil {
+			e := s.lookup(f.Key)
+			switch {
+			case e == nil:
+				r.err = fmt.Errorf("%w: fence key %q does not exist (token %d)", ErrFenced, f.Key, f.Token)
+				continue
+			case f.By == FenceModRev && e.ModRev != f.Token:
+				r.err = fmt.Errorf("%w: fence key %q changed at revision %d, token %d", ErrFenced, f.Key, e.ModRev, f.Token)
+				continue
+			case f.By == FenceCreateRev && e.CreateRev != f.Token:
+				r.err = fmt.Errorf("%w: fence key %q created at revision %d, token %d", ErrFenced, f.Key, e.CreateRev, f.Token)
+				continue
+			}
+		}
+		ok := true
+		for i := range t.If {
+			if !holds(&t.If[i], s.lookup(t.If[i].Key)) {
+				ok = false
+				break
+			}
+		}
+		ops := t.Then
+		if !ok {
+			ops = t.Else
+		}
+		r.res.Succeeded = ok
+		if r.mustExist && s.lookup(ops[0].Key) == nil {
+			r.err = ErrNotFound
+			continue
+		}
+		if len(ops) == 0 {
+			r.res.Revision = rev
+			continue
+		}
+		// Compute the new entries; a failing op fails the whole
+		// transaction and stages nothing.
+		next := rev + 1
+		mark := len(changes)
+		var err error
+		for i := range ops {
+			var e *record.Entry
+			e, err = record.Next(s.lookupStaged(ops[i].Key, changes[mark:]), &ops[i], next)
+			if err != nil {
+				break
+			}
+			changes = append(changes, staged{key: string(ops[i].Key), e: e})
+		}
+		if err != nil {
+			changes = changes[:mark]
+			r.err = mapApplyError(err)
+			continue
+		}
+		for _, c := range changes[mark:] {
+			s.overlay[c.key] = c.e
+		}
+		if r.single && ops[0].Kind == record.KindAdd {
+			r.added, _ = record.ParseInt(changes[len(changes)-1].e.Value)
+		}
+		rev = next
+		r.res.Revision, r.res.Committed = rev, true
+		rec := record.Record{Revision: rev, Txn: !r.single, Succeeded: ok, Ops: ops}
+		if !r.single {
+			rec.Compares = t.If
+		}
+		offsets = append(offsets, len(s.buf))
+		s.buf = record.Append(s.buf, &rec)
+	}
+	if len(offsets) > 0 {
+		offsets = append(offsets, len(s.buf))
+		for i := 0; i+1 < len(offsets); i++ {
+			payloads = append(payloads, s.buf[offsets[i]:offsets[i+1]])
+		}
+		if err := s.logAndSync(payloads); err != nil {
+			s.failStop(err)
+			for _, r := range batch {
+				if r.err == nil {
+					r.err = fmt.Errorf("%w: %w", ErrFailed, err)
+				}
+				close(r.done)
+			}
+			return
+		}
+		// Durable (under Always): make it visible, then acknowledge.
+		s.mu.Lock()
+		for _, c := range changes {
+			if c.e == nil {
+				if old, ok := s.index[c.key]; ok {
+					delete(s.index, c.key)
+					s.m.Delete(old.Key)
+				}
+				continue
+			}
+			s.m.Load(c.e)
+			s.index[keyString(c.e.Key)] = c.e
+		}
+		s.m.SetRevision(rev)
+		s.mu.Unlock()
+		s.stats.records.Add(int64(len(payloads)))
+		s.stats.groups.Add(1)
+	}
+	for _, r := range batch {
+		close(r.done)
+	}
+	if cb := s.opts.checkpointBytes(); cb > 0 && s.sinceSnap >= cb && s.ckpt == nil {
+		s.startCheckpoint()
+	}
+	if cap(s.buf) > 4<<20 {
+		s.buf = nil
+	}
+}
+
+// lookupStaged sees the changes of the transaction being evaluated, then
+// the group's overlay, then the visible map.
+func (s *Store) lookupStaged(key []byte, mine []staged) *record.Entry {
+	for i := len(mine) - 1; i >= 0; i-- {
+		if mine[i].key == string(key) {
+			return mine[i].e
+		}
+	}
+	return s.lookup(key)
+}
+
+func mapApplyError(err error) error {
+	switch {
+	case errors.Is(err, record.ErrNotInteger):
+		return fmt.Errorf("%w: %w", ErrNotInteger, err)
+	case errors.Is(err, record.ErrOverflow):
+		return fmt.Errorf("%w: %w", ErrOverflow, err)
+	}
+	return err
+}
+
+// logAndSync writes the group's records with one write and, under Always,
+// one fdatasync.
+func (s *Store) logAndSync(payloads [][]byte) error {
+	pos, err := s.w.Append(payloads...)
+	if err != nil {
+		return err
+	}
+	_ = pos
+	n := int64(0)
+	for _, p := range payloads {
+		n += int64(len(p) + wal.HeaderSize)
+	}
+	s.sinceSnap += n
+	s.stats.bytes.Add(n)
+	if s.opts.Sync.kind == syncAlways && s.opts.Bug != recovery.BugNoSync {
+		if err := s.w.Sync(); err != nil {
+			return err
+		}
+		s.stats.syncs.Add(1)
+	}
+	return nil
+}
+
+// failStop records the first write or sync failure; from then on every
+// write returns ErrFailed.
+func (s *Store) failStop(err error) {
+	if s.failed.CompareAndSwap(nil, &err) {
+		s.log.Error("log write failed; refusing writes until reopened", "dir", s.dir, "err", err)
+	}
+}
+
+// startCheckpoint rotates the log, takes a copy-on-write clone of the map
+// and writes the snapshot in the background. Writers wait only for the
+// rotation.
+func (s *Store) startCheckpoint() {
+	sealed, err := s.w.Rotate()
+	if err != nil {
+		s.failStop(err)
+		return
+	}
+	s.mu.Lock()
+	view := s.m.Clone()
+	s.mu.Unlock()
+	s.sinceSnap = 0
+	prev := s.covered
+	done := make(chan error, 1)
+	s.ckpt = done
+	bug := s.opts.Bug
+	go func() {
+		start := time.Now()
+		meta := snapshot.Meta{Covered: sealed, Revision: view.Revision(), Count: uint64(view.Len())}
+		if bug == recovery.BugDoubleApply {
+			meta.Covered = 0
+		}
+		err := snapshot.Write(s.fs, s.dir, meta, view.All(nil, nil), snapshot.Options{})
+		if err == nil {
+			// The snapshot covering these segments is durable: Write synced
+			// the directory after the rename.
+			for seg := prev + 1; seg <= sealed; seg++ {
+				if rerr := s.fs.Remove(wal.SegmentPath(s.dir, seg)); rerr != nil && err == nil {
+					err = rerr
+				}
+			}
+		}
+		s.log.Info("checkpoint", "dir", s.dir, "covered", sealed.String(), "revision", uint64(view.Revision()),
+			"keys", view.Len(), "duration", time.Since(start), "err", err)
+		if err == nil {
+			s.covered = sealed
+		}
+		done <- err
+	}()
+}
+
+// checkpointDone runs in the committer when the background checkpoint
+// ends.
+func (s *Store) checkpointDone(err error) {
+	s.ckpt = nil
+	if err == nil {
+		s.stats.checkpoints.Add(1)
+	} else {
+		s.stats.checkpointErrors.Add(1)
+	}
+	for _, c := range s.ckptWait {
+		c <- err
+	}
+	s.ckptWait = nil
+}

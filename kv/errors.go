@@ -1,0 +1,65 @@
+package kv
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrNotFound is returned by Get, Delete and fenced writes when the key
+// does not exist.
+var ErrNotFound = errors.New("kv: key not found")
+
+// ErrClosed is returned by every method called after Close.
+var ErrClosed = errors.New("kv: store closed")
+
+// ErrLocked is returned by Open when another process has the directory
+// open (its error is a *LockedError naming the holder's pid).
+var ErrLocked = errors.New("kv: directory locked by another process")
+
+// ErrFenced is returned by a fenced write when the fence key's revision is
+// no longer the token the writer holds: the writer has lost its lock and
+// nothing was written. It is distinct from a transaction whose compares
+// failed.
+var ErrFenced = errors.New("kv: fencing token is stale")
+
+// ErrFailed is returned by every write after a write or sync of the log
+// failed. The store is fail-stop: it does not retry an fsync whose failure
+// may have dropped data, and refuses writes until it is reopened, when
+// recovery establishes what is durable. Reads go on working.
+var ErrFailed = errors.New("kv: store failed and refuses writes until reopened")
+
+// ErrNotInteger is returned by Add when the key's value is not a decimal
+// int64.
+var ErrNotInteger = errors.New("kv: value is not a decimal integer")
+
+// ErrOverflow is returned by Add when the result would not fit in an int64.
+var ErrOverflow = errors.New("kv: integer overflow")
+
+// ErrTooLarge is returned when a key, a value or a whole transaction is
+// over its configured limit.
+var ErrTooLarge = errors.New("kv: key or value too large")
+
+// ErrReadOnly is returned by writes to a store opened read-only.
+var ErrReadOnly = errors.New("kv: store opened read-only")
+
+// ErrInvalid is returned for a malformed request: an empty key, a
+// transaction without operations, an unknown compare.
+var ErrInvalid = errors.New("kv: invalid argument")
+
+// LockedError is the error Open returns when the directory is locked. It
+// matches ErrLocked.
+type LockedError struct {
+	Dir string
+	PID int // the holder's pid as it wrote it in LOCK; 0 if unknown
+}
+
+// Error implements error.
+func (e *LockedError) Error() string {
+	if e.PID > 0 {
+		return fmt.Sprintf("kv: %s is locked by process %d", e.Dir, e.PID)
+	}
+	return fmt.Sprintf("kv: %s is locked by another process", e.Dir)
+}
+
+// Unwrap returns ErrLocked.
+func (e *LockedError) Unwrap() error { return ErrLocked }

@@ -1,0 +1,146 @@
+package kv
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/kvstore/kv/recovery"
+	"github.com/kvstore/kv/vfs"
+	"github.com/kvstore/kv/wal"
+)
+
+// SyncMode says when a write is acknowledged relative to its fdatasync.
+type SyncMode struct {
+	kind     syncKind
+	interval time.Duration
+}
+
+type syncKind int
+
+const (
+	syncAlways syncKind = iota
+	syncInterval
+	syncNever
+)
+
+// Always acknowledges a write only after its record is durable (the
+// default). Concurrent writers share one write and one fdatasync.
+var Always = SyncMode{}
+
+// Never acknowledges writes once they are written to the page cache and
+// leaves syncing to Close, Sync and checkpoints. A power loss can take
+// back acknowledged writes; a process crash cannot.
+var Never = SyncMode{kind: syncNever}
+
+// Interval acknowledges a write before it is durable and syncs the log
+// every d in the background. A power loss can take back the writes of the
+// last d; a process crash cannot. Reads may see writes that are not yet
+// durable, so a revision read under Interval is not a safe fencing token
+// until the next sync.
+func Interval(d time.Duration) SyncMode { return SyncMode{kind: syncInterval, interval: d} }
+
+// String names the mode.
+func (m SyncMode) String() string {
+	switch m.kind {
+	case syncInterval:
+		return fmt.Sprintf("interval(%v)", m.interval)
+	case syncNever:
+		return "never"
+	}
+	return "always"
+}
+
+// Defaults for Options.
+const (
+	DefaultCheckpointBytes = 64 << 20
+	DefaultMaxKeySize      = 64 << 10
+	DefaultMaxValueSize    = 4 << 20
+)
+
+// Options configure a Store. The zero value is valid: the OS file system,
+// 64 MiB segments, a checkpoint every 64 MiB of log, Always.
+type Options struct {
+	// FS is the file system; nil means vfs.OS.
+	FS vfs.FS
+	// SegmentSize is the size past which a WAL segment is sealed and the
+	// next started; 0 means 64 MiB.
+	SegmentSize int64
+	// CheckpointBytes starts a background checkpoint when this many bytes
+	// were logged since the last snapshot; 0 means 64 MiB, negative never
+	// (Checkpoint still works).
+	CheckpointBytes int64
+	// Sync is when writes are acknowledged; the zero value is Always.
+	Sync SyncMode
+	// MaxKeySize and MaxValueSize bound keys and values; 0 means the
+	// defaults (64 KiB and 4 MiB).
+	MaxKeySize   int
+	MaxValueSize int
+	// NoPreallocate turns off the preallocation of log space ahead of the
+	// writer (on by default: an overwrite of preallocated space plus
+	// fdatasync need not flush the file size).
+	NoPreallocate bool
+	// ReadOnly recovers in memory, writes nothing, and takes a shared
+	// lock; every write returns ErrReadOnly.
+	ReadOnly bool
+	// WaitForLock makes Open wait while another process holds the lock,
+	// until the context given to OpenContext ends.
+	WaitForLock bool
+	// Logger receives the few events worth logging: the recovery summary,
+	// checkpoints, a fail-stop. nil discards them.
+	Logger *slog.Logger
+	// Bug switches on a deliberate defect for the crash checkers' tests.
+	Bug recovery.Bug
+}
+
+// preallocStep is how far ahead of the writer log space is reserved.
+const preallocStep = 1 << 20
+
+func (o *Options) fs() vfs.FS {
+	if o.FS == nil {
+		return vfs.OS
+	}
+	return o.FS
+}
+
+func (o *Options) maxKey() int {
+	if o.MaxKeySize <= 0 {
+		return DefaultMaxKeySize
+	}
+	return o.MaxKeySize
+}
+
+func (o *Options) maxValue() int {
+	if o.MaxValueSize <= 0 {
+		return DefaultMaxValueSize
+	}
+	return o.MaxValueSize
+}
+
+func (o *Options) checkpointBytes() int64 {
+	if o.CheckpointBytes == 0 {
+		return DefaultCheckpointBytes
+	}
+	return o.CheckpointBytes
+}
+
+func (o *Options) walOptions() wal.Options {
+	w := wal.Options{SegmentSize: o.SegmentSize}
+	// A record holds a key and a value and some framing; transactions may
+	// hold more, up to the WAL's own limit.
+	w.MaxRecordSize = max(wal.DefaultMaxRecordSize, 2*(o.maxKey()+o.maxValue())+1024)
+	if !o.NoPreallocate {
+		w.Preallocate = preallocStep
+		if o.SegmentSize > 0 {
+			w.Preallocate = min(preallocStep, o.SegmentSize)
+		}
+	}
+	return w
+}
+
+func (o *Options) logger() *slog.Logger {
+	if o.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return o.Logger
+}

@@ -1,0 +1,286 @@
+package kv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"iter"
+	"log/slog"
+	"os"
+	"path"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/kvstore/kv/record"
+	"github.com/kvstore/kv/recovery"
+	"github.com/kvstore/kv/vfs"
+	"github.com/kvstore/kv/wal"
+)
+
+// LockName is the lock file's name in the data directory.
+const LockName = "LOCK"
+
+// Store is an open data directory. It keeps the whole map in memory and
+// makes every acknowledged write durable through the write-ahead log. It
+// is safe for concurrent use.
+type Store struct {
+	dir  string
+	opts Options
+	fs   vfs.FS
+	log  *slog.Logger
+	lock vfs.File
+
+	// Visible state: what Get and Scan see. Only the committer changes
+	// it, under mu, after the records are durable (under Always).
+	mu    sync.RWMutex
+	m     *record.Map
+	index map[string]*record.Entry
+
+	// closeMu orders the closed check of a writer against Close.
+	closeMu sync.RWMutex
+	closed  bool
+
+	reqs chan *request
+	ctl  chan func()
+	quit chan struct{}
+	done chan struct{}
+
+	failed atomic.Pointer[error]
+
+	// Owned by the committer goroutine.
+	w         *wal.Writer
+	covered   wal.SegmentNum // segments up to here are in a durable snapshot
+	sinceSnap int64          // bytes logged since the last snapshot started
+	ckpt      chan error     // the running background checkpoint, or nil
+	ckptWait  []chan error   // Checkpoint callers waiting for it
+	overlay   map[string]*record.Entry
+	buf       []byte
+
+	stats    statCounters
+	recovery recovery.Result
+}
+
+// Open opens the store in dir, creating the directory if needed: it takes
+// the directory's lock and runs recovery. opts may be nil.
+func Open(dir string, opts *Options) (*Store, error) {
+	return OpenContext(context.Background(), dir, opts)
+}
+
+// OpenContext is Open with a context that bounds the wait for the lock
+// when Options.WaitForLock is set.
+func OpenContext(ctx context.Context, dir string, opts *Options) (*Store, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	s := &Store{dir: dir, opts: o, fs: o.fs(), log: o.logger()}
+	if err := s.makeDir(); err != nil {
+		return nil, err
+	}
+	if err := s.takeLock(ctx); err != nil {
+		return nil, err
+	}
+	res, err := recovery.Recover(s.fs, dir, recovery.Options{
+		WAL: o.walOptions(), ReadOnly: o.ReadOnly, Logger: s.log, Bug: o.Bug,
+	})
+	if err != nil {
+		s.unlock()
+		return nil, err
+	}
+	s.recovery = *res
+	s.recovery.Map, s.recovery.Writer = nil, nil
+	s.m = res.Map
+	s.w = res.Writer
+	s.covered = res.Snapshot.Covered
+	if res.Checkpointed {
+		s.covered = res.Writer.Segment() - 1
+	}
+	s.index = make(map[string]*record.Entry, s.m.Len())
+	for e := range s.m.All(nil, nil) {
+		s.index[keyString(e.Key)] = e
+	}
+	s.overlay = map[string]*record.Entry{}
+	s.reqs = make(chan *request, 1024)
+	s.ctl = make(chan func())
+	s.quit = make(chan struct{})
+	s.done = make(chan struct{})
+	if o.ReadOnly {
+		close(s.done)
+	} else {
+		go s.run()
+	}
+	return s, nil
+}
+
+// keyString views an entry's key as a string without copying: entry keys
+// are never modified.
+func keyString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+
+func (s *Store) makeDir() error {
+	if _, err := s.fs.Stat(s.dir); err == nil || !errors.Is(err, fs.ErrNotExist) || s.opts.ReadOnly {
+		return err
+	}
+	if err := s.fs.MkdirAll(s.dir, 0o755); err != nil {
+		return err
+	}
+	// The new directory's own name must survive a power loss, or the
+	// records acknowledged in it would vanish with it.
+	return vfs.SyncDir(s.fs, path.Dir(path.Clean(s.dir)))
+}
+
+func (s *Store) takeLock(ctx context.Context) error {
+	name := path.Join(s.dir, LockName)
+	for {
+		f, err := s.fs.Lock(name, !s.opts.ReadOnly)
+		if err == nil {
+			s.lock = f
+			if !s.opts.ReadOnly {
+				// The pid is for error messages only; it need not be durable.
+				f.Truncate(0)
+				f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+			}
+			return nil
+		}
+		if s.opts.ReadOnly {
+			// A read-only open goes on without the lock when it cannot
+			// have it (a writer has the directory open, or the media is
+			// read-only): it reads, and writes nothing.
+			s.log.Debug("read-only open without the lock", "dir", s.dir, "err", err)
+			return nil
+		}
+		if !errors.Is(err, vfs.ErrLocked) {
+			return err
+		}
+		lerr := &LockedError{Dir: s.dir, PID: s.holderPID(name)}
+		if !s.opts.WaitForLock {
+			return lerr
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (%w)", lerr, ctx.Err())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+func (s *Store) holderPID(name string) int {
+	b, err := vfs.ReadFile(s.fs, name)
+	if err != nil {
+		return 0
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	return pid
+}
+
+func (s *Store) unlock() {
+	if s.lock != nil {
+		s.lock.Close()
+		s.lock = nil
+	}
+}
+
+// Dir returns the data directory.
+func (s *Store) Dir() string { return s.dir }
+
+// Close waits for the writes in flight and a running checkpoint, syncs the
+// log, and releases the lock. A second Close returns nil; every other
+// method returns ErrClosed after Close.
+func (s *Store) Close() error {
+	s.closeMu.Lock()
+	if s.closed {
+		s.closeMu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.closeMu.Unlock()
+	var err error
+	if !s.opts.ReadOnly {
+		close(s.quit)
+		<-s.done
+		err = s.w.Close()
+		if f := s.failed.Load(); f != nil && err != nil {
+			err = nil // already reported as ErrFailed to the writes
+		}
+	}
+	s.unlock()
+	return err
+}
+
+// Get returns the entry of key, or ErrNotFound. It reads memory only and
+// never waits for a commit in progress. Under Always it returns only
+// durable state, so a revision it returns is a safe fencing token.
+func (s *Store) Get(key []byte) (Entry, error) {
+	s.mu.RLock()
+	e, ok := s.index[string(key)]
+	s.mu.RUnlock()
+	if !ok {
+		if s.isClosed() {
+			return Entry{}, ErrClosed
+		}
+		return Entry{}, ErrNotFound
+	}
+	return *e, nil
+}
+
+func (s *Store) isClosed() bool {
+	s.closeMu.RLock()
+	defer s.closeMu.RUnlock()
+	return s.closed
+}
+
+// Revision returns the revision of the last committed record.
+func (s *Store) Revision() Revision {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.m.Revision()
+}
+
+// Len returns the number of keys.
+func (s *Store) Len() int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.m.Len()
+}
+
+// Scan returns the entries with start <= key < end, in key order; a nil
+// end means no upper bound. It iterates over a copy-on-write view taken
+// when the iteration starts, so it never blocks writers and sees no write
+// committed after it began.
+func (s *Store) Scan(start, end []byte) iter.Seq[Entry] {
+	return func(yield func(Entry) bool) {
+		// Clone writes to the tree's copy-on-write bookkeeping, so it needs
+		// the write lock, for as long as a pointer copy takes.
+		s.mu.Lock()
+		view := s.m.Clone()
+		s.mu.Unlock()
+		for e := range view.All(start, end) {
+			if !yield(*e) {
+				return
+			}
+		}
+	}
+}
+
+// ScanPrefix returns the entries whose key starts with prefix, in key
+// order.
+func (s *Store) ScanPrefix(prefix []byte) iter.Seq[Entry] {
+	return s.Scan(prefix, prefixEnd(prefix))
+}
+
+// prefixEnd returns the smallest key greater than every key with the
+// prefix, or nil when there is none.
+func prefixEnd(prefix []byte) []byte {
+	end := []byte(string(prefix))
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] < 0xff {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return nil
+}
