@@ -212,3 +212,29 @@ func (s *Store) Stats() Stats {
 	}
 	return st
 }
+
+// Pending is a write submitted with Submit.
+type Pending struct {
+	r   *request
+	err error
+}
+
+// Submit queues op (a put, delete or add) and returns without waiting.
+// Writes submitted one after another by one goroutine commit in that
+// order, sharing group commits; Wait returns each one's outcome. A delete
+// of a missing key is not an error here: it commits a record that changes
+// nothing, so that every submitted write has its own revision.
+func (s *Store) Submit(op Op) *Pending {
+	r := &request{single: true, txn: Txn{Then: []Op{op}}}
+	return &Pending{r: r, err: s.enqueue(r)}
+}
+
+// Wait blocks until the write is committed (durable under Always) or has
+// failed, and returns its revision and, for an add, the new value.
+func (p *Pending) Wait() (Revision, int64, error) {
+	if p.err != nil {
+		return 0, 0, p.err
+	}
+	<-p.r.done
+	return p.r.res.Revision, p.r.added, p.r.err
+}

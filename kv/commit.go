@@ -27,6 +27,15 @@ const maxBatch = 4096
 
 // write submits r to the committer and waits for its outcome.
 func (s *Store) write(r *request) error {
+	if err := s.enqueue(r); err != nil {
+		return err
+	}
+	<-r.done
+	return r.err
+}
+
+// enqueue validates r and hands it to the committer.
+func (s *Store) enqueue(r *request) error {
 	if s.opts.ReadOnly {
 		return ErrReadOnly
 	}
@@ -44,8 +53,7 @@ func (s *Store) write(r *request) error {
 	}
 	s.reqs <- r
 	s.closeMu.RUnlock()
-	<-r.done
-	return r.err
+	return nil
 }
 
 // check validates a transaction before it is queued.

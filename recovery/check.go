@@ -1,0 +1,167 @@
+package recovery
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+
+	"github.com/kvstore/kv/record"
+	"github.com/kvstore/kv/snapshot"
+	"github.com/kvstore/kv/vfs"
+	"github.com/kvstore/kv/wal"
+)
+
+// Problem is one finding of Check.
+type Problem struct {
+	File    string // path of the file concerned
+	Offset  int64  // byte offset, or -1 for the whole file
+	Reason  string
+	Corrupt bool // damage a crash cannot cause; false for a torn tail
+}
+
+// String formats the problem as "file offset N: reason".
+func (p Problem) String() string {
+	if p.Offset < 0 {
+		return fmt.Sprintf("%s: %s", p.File, p.Reason)
+	}
+	return fmt.Sprintf("%s offset %d: %s", p.File, p.Offset, p.Reason)
+}
+
+// SegmentReport describes one segment as Check found it.
+type SegmentReport struct {
+	Segment  wal.SegmentNum
+	Size     int64 // file size
+	End      int64 // end of the valid records
+	Records  int   // valid data records
+	Sealed   bool
+	Covered  bool // the snapshot covers it: recovery deletes it unread
+	FirstRev record.Revision
+	LastRev  record.Revision
+	Torn     bool
+	Err      error // the corruption that stopped the scan, if any
+}
+
+// Report is what Check found.
+type Report struct {
+	Dir         string
+	HasSnapshot bool
+	Snapshot    snapshot.Meta
+	SnapshotErr error
+	Segments    []SegmentReport
+	Problems    []Problem
+	// Keys, Bytes and Revision describe the map recovery would build; they
+	// are set only when nothing is corrupt.
+	Keys     int
+	Bytes    int64
+	Revision record.Revision
+}
+
+// Clean reports whether recovery would succeed: no problem is corruption.
+// A torn tail is not corruption.
+func (r *Report) Clean() bool {
+	for _, p := range r.Problems {
+		if p.Corrupt {
+			return false
+		}
+	}
+	return true
+}
+
+// Check verifies the snapshot and every segment of dir without changing
+// anything and without a lock. Unlike Recover it does not stop at the first
+// problem: it reports each damaged file with the offset of its first bad
+// byte. The error is for failures to read at all.
+func Check(fsys vfs.FS, dir string) (*Report, error) {
+	rep := &Report{Dir: dir}
+	m := record.NewMap()
+	err := snapshot.Read(fsys, dir,
+		func(meta snapshot.Meta) error { rep.Snapshot = meta; return nil },
+		func(e *record.Entry) error { m.Load(e); return nil })
+	switch {
+	case err == nil:
+		rep.HasSnapshot = true
+		m.SetRevision(rep.Snapshot.Revision)
+	case errors.Is(err, fs.ErrNotExist):
+	default:
+		if !IsCorrupt(err) && !errors.Is(err, snapshot.ErrVersion) {
+			return nil, err
+		}
+		rep.HasSnapshot = true
+		rep.SnapshotErr = err
+		rep.Problems = append(rep.Problems, problemOf(err, dir+"/"+snapshot.Name))
+	}
+	segs, err := wal.ListSegments(fsys, dir)
+	if err != nil {
+		return nil, err
+	}
+	covered := rep.Snapshot.Covered
+	var live []wal.SegmentNum
+	for _, s := range segs {
+		if s > covered {
+			live = append(live, s)
+		}
+	}
+	if err := wal.CheckContiguous(dir, live, covered+1); err != nil {
+		rep.Problems = append(rep.Problems, problemOf(err, ""))
+	} else if rep.HasSnapshot && rep.SnapshotErr == nil && len(live) == 0 {
+		rep.Problems = append(rep.Problems, Problem{File: wal.SegmentPath(dir, covered+1), Offset: -1, Corrupt: true,
+			Reason: fmt.Sprintf("segment missing: the snapshot covers %s", wal.SegmentName(covered))})
+	}
+	rd := &wal.Reader{FS: fsys, Dir: dir}
+	broken := rep.SnapshotErr != nil
+	for i, s := range segs {
+		sr := SegmentReport{Segment: s, Covered: s <= covered}
+		newest := i == len(segs)-1
+		file := wal.SegmentPath(dir, s)
+		apply := !sr.Covered && !broken
+		info, err := rd.Scan(s, newest, func(r wal.Record) error {
+			rec, err := record.Decode(r.Payload)
+			if err != nil {
+				return &wal.CorruptError{Err: record.ErrCorrupt, File: file, Offset: r.Offset, Reason: err.Error()}
+			}
+			if sr.FirstRev == 0 {
+				sr.FirstRev = rec.Revision
+			}
+			sr.LastRev = rec.Revision
+			if !apply {
+				return nil
+			}
+			if want := m.Revision() + 1; rec.Revision != want {
+				return &wal.CorruptError{Err: wal.ErrCorrupt, File: file, Offset: r.Offset,
+					Reason: fmt.Sprintf("record has revision %d, expected %d", rec.Revision, want)}
+			}
+			if err := m.Apply(&rec); err != nil {
+				return &wal.CorruptError{Err: record.ErrCorrupt, File: file, Offset: r.Offset,
+					Reason: fmt.Sprintf("record %d cannot be applied: %v", rec.Revision, err)}
+			}
+			return nil
+		})
+		sr.Size, sr.End, sr.Records, sr.Sealed, sr.Torn = info.Size, info.End, info.Records, info.Sealed, info.Torn
+		if err != nil {
+			if !IsCorrupt(err) && !errors.Is(err, wal.ErrVersion) {
+				return nil, err
+			}
+			sr.Err = err
+			if !sr.Covered {
+				rep.Problems = append(rep.Problems, problemOf(err, file))
+				broken = true
+			}
+		} else if info.Torn && !sr.Covered {
+			rep.Problems = append(rep.Problems, Problem{File: file, Offset: info.End,
+				Reason: "torn tail (crash damage; recovery cuts it): " + info.TornReason})
+		}
+		rep.Segments = append(rep.Segments, sr)
+	}
+	if rep.Clean() {
+		rep.Keys, rep.Bytes, rep.Revision = m.Len(), m.Bytes(), m.Revision()
+	}
+	return rep, nil
+}
+
+func problemOf(err error, file string) Problem {
+	var ce *wal.CorruptError
+	if errors.As(err, &ce) {
+		return Problem{File: ce.File, Offset: ce.Offset, Reason: fmt.Sprintf("%v: %s", ce.Err, ce.Reason), Corrupt: true}
+	}
+	return Problem{File: file, Offset: -1, Reason: err.Error(), Corrupt: true}
+}

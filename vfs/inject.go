@@ -1,0 +1,261 @@
+package vfs
+
+import (
+	"os"
+	"sync"
+)
+
+// OpKind is the kind of a file system operation, as an injecting or
+// recording wrapper sees it.
+type OpKind uint8
+
+// Operation kinds.
+const (
+	OpCreate OpKind = iota + 1
+	OpOpen
+	OpWrite
+	OpRead
+	OpSync    // fdatasync of a file
+	OpDirSync // fsync of a directory
+	OpTruncate
+	OpPreallocate
+	OpRename
+	OpRemove
+	OpList
+	OpStat
+	OpMkdir
+	OpLock
+	OpClose
+)
+
+var opNames = [...]string{"", "create", "open", "write", "read", "sync", "dirsync", "truncate",
+	"preallocate", "rename", "remove", "list", "stat", "mkdir", "lock", "close"}
+
+// String names the kind.
+func (k OpKind) String() string {
+	if int(k) < len(opNames) {
+		return opNames[k]
+	}
+	return "op?"
+}
+
+// Mutates reports whether an operation of this kind changes files.
+func (k OpKind) Mutates() bool {
+	switch k {
+	case OpCreate, OpWrite, OpSync, OpDirSync, OpTruncate, OpPreallocate, OpRename, OpRemove, OpMkdir:
+		return true
+	}
+	return false
+}
+
+// Op describes one operation for an Inject rule.
+type Op struct {
+	Kind OpKind
+	Path string // the file, or the old name of a rename
+	Seq  int    // 1 for the first operation the wrapper saw, and so on
+}
+
+// Inject wraps an FS and asks Rule before every operation: a non-nil error
+// fails the operation with that error and the operation does not reach
+// the wrapped FS. A nil Rule lets everything through.
+type Inject struct {
+	FS   FS
+	Rule func(Op) error
+
+	mu  sync.Mutex
+	seq int
+}
+
+func (in *Inject) check(k OpKind, path string) error {
+	in.mu.Lock()
+	in.seq++
+	op := Op{Kind: k, Path: path, Seq: in.seq}
+	in.mu.Unlock()
+	if in.Rule == nil {
+		return nil
+	}
+	if err := in.Rule(op); err != nil {
+		return &os.PathError{Op: k.String(), Path: path, Err: err}
+	}
+	return nil
+}
+
+func (in *Inject) wrap(name string, f File, err error) (File, error) {
+	if err != nil {
+		return nil, err
+	}
+	return &injectFile{File: f, in: in, name: name}, nil
+}
+
+// Create implements FS.
+func (in *Inject) Create(name string) (File, error) {
+	if err := in.check(OpCreate, name); err != nil {
+		return nil, err
+	}
+	f, err := in.FS.Create(name)
+	return in.wrap(name, f, err)
+}
+
+// Open implements FS.
+func (in *Inject) Open(name string) (File, error) {
+	if err := in.check(OpOpen, name); err != nil {
+		return nil, err
+	}
+	f, err := in.FS.Open(name)
+	return in.wrap(name, f, err)
+}
+
+// OpenReadWrite implements FS.
+func (in *Inject) OpenReadWrite(name string) (File, error) {
+	if err := in.check(OpOpen, name); err != nil {
+		return nil, err
+	}
+	f, err := in.FS.OpenReadWrite(name)
+	return in.wrap(name, f, err)
+}
+
+// OpenDir implements FS. Syncing the result is an OpDirSync.
+func (in *Inject) OpenDir(name string) (File, error) {
+	if err := in.check(OpOpen, name); err != nil {
+		return nil, err
+	}
+	f, err := in.FS.OpenDir(name)
+	if err != nil {
+		return nil, err
+	}
+	return &injectFile{File: f, in: in, name: name, dir: true}, nil
+}
+
+// Rename implements FS.
+func (in *Inject) Rename(oldname, newname string) error {
+	if err := in.check(OpRename, oldname); err != nil {
+		return err
+	}
+	return in.FS.Rename(oldname, newname)
+}
+
+// Remove implements FS.
+func (in *Inject) Remove(name string) error {
+	if err := in.check(OpRemove, name); err != nil {
+		return err
+	}
+	return in.FS.Remove(name)
+}
+
+// List implements FS.
+func (in *Inject) List(dir string) ([]string, error) {
+	if err := in.check(OpList, dir); err != nil {
+		return nil, err
+	}
+	return in.FS.List(dir)
+}
+
+// Stat implements FS.
+func (in *Inject) Stat(name string) (os.FileInfo, error) {
+	if err := in.check(OpStat, name); err != nil {
+		return nil, err
+	}
+	return in.FS.Stat(name)
+}
+
+// MkdirAll implements FS.
+func (in *Inject) MkdirAll(dir string, perm os.FileMode) error {
+	if err := in.check(OpMkdir, dir); err != nil {
+		return err
+	}
+	return in.FS.MkdirAll(dir, perm)
+}
+
+// Lock implements FS.
+func (in *Inject) Lock(name string, exclusive bool) (File, error) {
+	if err := in.check(OpLock, name); err != nil {
+		return nil, err
+	}
+	f, err := in.FS.Lock(name, exclusive)
+	return in.wrap(name, f, err)
+}
+
+type injectFile struct {
+	File
+	in   *Inject
+	name string
+	dir  bool
+}
+
+func (f *injectFile) ReadAt(p []byte, off int64) (int, error) {
+	if err := f.in.check(OpRead, f.name); err != nil {
+		return 0, err
+	}
+	return f.File.ReadAt(p, off)
+}
+
+func (f *injectFile) WriteAt(p []byte, off int64) (int, error) {
+	if err := f.in.check(OpWrite, f.name); err != nil {
+		return 0, err
+	}
+	return f.File.WriteAt(p, off)
+}
+
+func (f *injectFile) Sync() error {
+	k := OpSync
+	if f.dir {
+		k = OpDirSync
+	}
+	if err := f.in.check(k, f.name); err != nil {
+		return err
+	}
+	return f.File.Sync()
+}
+
+func (f *injectFile) Truncate(size int64) error {
+	if err := f.in.check(OpTruncate, f.name); err != nil {
+		return err
+	}
+	return f.File.Truncate(size)
+}
+
+func (f *injectFile) Preallocate(off, n int64) error {
+	if err := f.in.check(OpPreallocate, f.name); err != nil {
+		return err
+	}
+	return f.File.Preallocate(off, n)
+}
+
+func (f *injectFile) Close() error {
+	if err := f.in.check(OpClose, f.name); err != nil {
+		f.File.Close()
+		return err
+	}
+	return f.File.Close()
+}
+
+// CrashAfter returns a Rule that lets the first n operations that change
+// files through and fails every operation after them with err, as if the
+// process had died: the wrapped FS then holds the state a process crash
+// after those n operations leaves. It reports through crashed whether the
+// crash point was reached.
+func CrashAfter(n int, err error) (rule func(Op) error, crashed func() bool) {
+	var mu sync.Mutex
+	done, dead := 0, false
+	rule = func(op Op) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if dead {
+			return err
+		}
+		if op.Kind.Mutates() {
+			if done == n {
+				dead = true
+				return err
+			}
+			done++
+		}
+		return nil
+	}
+	crashed = func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return dead
+	}
+	return rule, crashed
+}
