@@ -139,13 +139,31 @@ func scanBytes(name string, seg SegmentNum, b []byte, newest bool, maxRec int, i
 		return info, corruptf(name, int64(off), "%s", reason)
 	}
 	// Damage at the end of the newest segment is crash damage unless a
-	// later valid record was written when these bytes were already synced.
+	// later valid record was written when these bytes were already synced,
+	// or the damage has a shape no crash leaves.
+	next := len(b) // the first valid record after the damage
 	for p := off + 1; p+HeaderSize <= len(b); p++ {
 		q, bad := parseRecord(b[p:], seg, maxRec)
-		if bad == "" && q.synced > int64(off) {
+		if bad != "" {
+			continue
+		}
+		if q.synced > int64(off) {
 			return info, corruptf(name, int64(off),
 				"%s, but the record at offset %d was written after offset %d was synced", reason, p, q.synced)
 		}
+		if next == len(b) {
+			next = p
+		}
+	}
+	end := next
+	if next == len(b) {
+		if n, ok := extent(b[off:], seg, maxRec); ok {
+			end = off + n // the damaged record ends before the file does
+		}
+	}
+	if end < len(b) && !hasZeroSector(b, off, end) {
+		return info, corruptf(name, int64(off),
+			"%s, and bytes %d to %d are all present with no zeroed sector: a crash loses writes, it does not alter them", reason, off, end)
 	}
 	info.Torn = true
 	info.TornReason = reason
@@ -167,4 +185,43 @@ func checkSegmentHeader(name string, seg SegmentNum, p []byte) error {
 		return corruptf(name, 0, "segment header names segment %s", s)
 	}
 	return nil
+}
+
+// SectorSize is the unit in which a crash can lose a write: the newest
+// segment's damaged bytes must include a run of zeros covering the part of
+// a 512-byte-aligned sector that falls inside them, or reach the end of
+// the file, to be taken for crash damage. Part of the on-disk format's
+// rules.
+const SectorSize = 512
+
+// hasZeroSector reports whether some 512-byte-aligned sector's
+// intersection with b[from:to] is all zeros.
+func hasZeroSector(b []byte, from, to int) bool {
+	for start := from; start < to; {
+		end := min((start/SectorSize+1)*SectorSize, to)
+		if allZero(b[start:end]) {
+			return true
+		}
+		start = end
+	}
+	return false
+}
+
+// extent returns the length of the record at the start of b as its header
+// claims it, when the header is plausible (a valid type, zero reserved
+// bytes, this segment, a length within bounds) and the record fits in b.
+func extent(b []byte, seg SegmentNum, maxRec int) (int, bool) {
+	if len(b) < HeaderSize {
+		return 0, false
+	}
+	t := RecordType(b[8])
+	if t == TypeInvalid || t > maxType || b[9] != 0 || b[10] != 0 || b[11] != 0 ||
+		SegmentNum(binary.LittleEndian.Uint32(b[12:])) != seg&maxSegment {
+		return 0, false
+	}
+	n := int64(binary.LittleEndian.Uint32(b[4:]))
+	if n > int64(maxRec) || HeaderSize+n > int64(len(b)) {
+		return 0, false
+	}
+	return HeaderSize + int(n), true
 }

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"path"
+
+	"github.com/kvstore/kv/kv"
+	"github.com/kvstore/kv/recovery"
+	"github.com/kvstore/kv/vfs"
+	"github.com/spf13/cobra"
+)
+
+type repairOpts struct{ yes bool }
+
+func newRepairCmd(g *globalOpts) *cobra.Command {
+	o := &repairOpts{}
+	c := &cobra.Command{
+		Use:   "repair DIR",
+		Short: "Make a corrupt directory recoverable again, keeping the evidence",
+		Long: `repair is the explicit, logged way out of corruption that recovery
+refuses. It copies every file it changes, or moves it, to NAME.broken
+first; then it cuts the log at the first corrupt record and sets aside
+every later segment, or, for a damaged snapshot, sets it aside and starts
+from an empty snapshot that keeps revisions from going backwards. It
+prints each step and exactly which committed data it drops.
+
+Without --yes it only prints the plan, and refuses (exit 1) when the plan
+drops committed records. A torn tail needs no repair: recovery cuts it.`,
+		Example: `  kv data repair          # show the plan
+  kv data repair --yes    # carry it out`,
+		Args: args(1, 1),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			dir := a[0]
+			if err := requireDir(dir); err != nil {
+				return err
+			}
+			lock, err := vfs.OS.Lock(path.Join(dir, kv.LockName), true)
+			if err != nil {
+				if errors.Is(err, vfs.ErrLocked) {
+					return fmt.Errorf("%s is open in another process; close it before repairing", dir)
+				}
+				return err
+			}
+			defer lock.Close()
+			plan, err := recovery.PlanRepair(vfs.OS, dir)
+			if err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			if plan.Empty() {
+				fmt.Fprintln(w, "nothing to repair: recovery accepts this directory")
+				return nil
+			}
+			fmt.Fprintln(w, "plan:")
+			for _, s := range plan.Steps {
+				fmt.Fprintf(w, "  %s\n", s)
+			}
+			fmt.Fprintf(w, "keeps every record through revision %d\n", plan.KeepThrough)
+			for _, d := range plan.Drops {
+				fmt.Fprintf(w, "drops %s\n", d)
+			}
+			if !o.yes {
+				return exitError{code: 1, msg: "refusing to drop committed data without --yes (the plan above changes nothing until then)"}
+			}
+			err = plan.Apply(vfs.OS, func(step string) { fmt.Fprintf(w, "done: %s\n", step) })
+			if err != nil {
+				return fmt.Errorf("repair stopped: %w (the .broken files hold the originals)", err)
+			}
+			fmt.Fprintln(w, "repaired: the next open recovers the kept records")
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&o.yes, "yes", false, "carry out a plan that drops committed records")
+	return c
+}

@@ -1,0 +1,307 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kvstore/kv/kv"
+	"github.com/kvstore/kv/recovery"
+	"github.com/kvstore/kv/vfs"
+	"github.com/kvstore/kv/wal"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+type pflagFlag = pflag.Flag
+
+// defaultInterval is the sync period of --sync interval.
+const defaultInterval = 100 * time.Millisecond
+
+// version is set at build time with -ldflags "-X main.version=..."; the
+// module version from the build info is used otherwise.
+var version = ""
+
+// globalOpts are the flags of every command that opens a store.
+type globalOpts struct {
+	segmentSize     string
+	checkpointBytes string
+	sync            string
+	bug             string
+}
+
+// usageError is a mistake in the command line: exit code 2 and a hint.
+type usageError struct{ error }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
+
+// run executes the command line args and returns the exit code.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
+	defer func() {
+		if r := recover(); r != nil {
+			fmt.Fprintf(stderr, "kv: internal error: %v (please report it)\n", r)
+			code = 3
+		}
+	}()
+	root := newRoot(stdin, stdout, stderr)
+	root.SetArgs(rewriteArgs(root, args))
+	err := root.Execute()
+	if err == nil {
+		return 0
+	}
+	var ue usageError
+	msg := err.Error()
+	if errors.As(err, &ue) || strings.HasPrefix(msg, "unknown command") || strings.HasPrefix(msg, "unknown flag") ||
+		strings.HasPrefix(msg, "unknown shorthand") || strings.Contains(msg, "arg(s)") {
+		fmt.Fprintf(stderr, "kv: %s\nRun 'kv --help' for usage.\n", msg)
+		return 2
+	}
+	var ex exitError
+	if errors.As(err, &ex) {
+		if ex.msg != "" {
+			fmt.Fprintf(stderr, "kv: %s\n", ex.msg)
+		}
+		return ex.code
+	}
+	fmt.Fprintf(stderr, "kv: %s\n", strings.TrimPrefix(describe(err), "kv: "))
+	return 1
+}
+
+// keyError words a failed operation on key.
+func keyError(key []byte, err error) error {
+	if errors.Is(err, kv.ErrNotFound) {
+		return fmt.Errorf("key %s not found", show(key))
+	}
+	return err
+}
+
+// exitError ends the command with a code, after it printed its own report.
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e exitError) Error() string { return e.msg }
+
+// describe turns an error into the one line a user reads: for damage, the
+// file and offset first.
+func describe(err error) string {
+	var ce *wal.CorruptError
+	if errors.As(err, &ce) {
+		loc := ce.File
+		if ce.Offset >= 0 {
+			loc = fmt.Sprintf("%s offset %d", ce.File, ce.Offset)
+		}
+		hint := ""
+		if recovery.IsCorrupt(err) {
+			hint = " (nothing was changed; 'kv DIR check' lists the damage, 'kv DIR repair' is the way out)"
+		}
+		return fmt.Sprintf("%s: %v: %s%s", loc, trimPrefix(ce.Err), ce.Reason, hint)
+	}
+	return err.Error()
+}
+
+func trimPrefix(err error) string {
+	s := err.Error()
+	if i := strings.Index(s, ": "); i >= 0 {
+		return s[i+2:]
+	}
+	return s
+}
+
+func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
+	g := &globalOpts{}
+	root := &cobra.Command{
+		Use:   "kv DIR COMMAND [ARGS]",
+		Short: "An embedded, crash-safe key-value store: recover, inspect, verify and repair a data directory",
+		Long: `kv works on a data directory of the kv store: write-ahead log segments
+(log.000001, ...) and a snapshot. Every command that opens the directory
+runs recovery first: it loads the snapshot, replays the log segments the
+snapshot does not cover, and checkpoints if it replayed anything.
+
+The directory may come before or after the command: "kv data dump" and
+"kv dump data" are the same.`,
+		Example: `  kv demo                       # the whole story on a temporary directory
+  kv data load < ops.txt        # put/del/add lines from stdin
+  kv data dump                  # recover and print every key
+  kv data check                 # verify without changing anything`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Version:       buildVersion(),
+	}
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	pf := root.PersistentFlags()
+	pf.StringVar(&g.segmentSize, "segment-size", "", "seal a log segment past this size (bytes, or with KiB/MiB/GiB; default 64MiB)")
+	pf.StringVar(&g.checkpointBytes, "checkpoint-bytes", "", "checkpoint after this much log since the last snapshot (default 64MiB)")
+	pf.StringVar(&g.sync, "sync", "always", "when writes are acknowledged: always (after fdatasync), interval, never")
+	pf.StringVar(&g.bug, "bug", "", "switch on a deliberate bug variant, for the crash tests")
+	pf.MarkHidden("bug")
+	root.AddCommand(
+		newDumpCmd(g), newGetCmd(g), newPutCmd(g), newDelCmd(g), newAddCmd(g), newScanCmd(g),
+		newLoadCmd(g), newCheckCmd(g), newLogCmd(g), newStatCmd(g), newCheckpointCmd(g),
+		newRepairCmd(g), newDemoCmd(g),
+	)
+	return root
+}
+
+func buildVersion() string {
+	if version != "" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "devel"
+}
+
+// rewriteArgs turns the article's spelling "kv DIR VERB args" into "kv
+// VERB DIR args", which cobra can parse: when the first positional
+// argument is not a command and the second is, they swap.
+func rewriteArgs(root *cobra.Command, args []string) []string {
+	valued := map[string]bool{}
+	addFlags := func(c *cobra.Command) {
+		c.Flags().VisitAll(func(f *pflagFlag) {
+			if f.NoOptDefVal == "" {
+				valued["--"+f.Name] = true
+				if f.Shorthand != "" {
+					valued["-"+f.Shorthand] = true
+				}
+			}
+		})
+	}
+	addFlags(root)
+	root.PersistentFlags().VisitAll(func(f *pflagFlag) {
+		if f.NoOptDefVal == "" {
+			valued["--"+f.Name] = true
+		}
+	})
+	for _, c := range root.Commands() {
+		addFlags(c)
+	}
+	var pos []int
+	for i := 0; i < len(args) && len(pos) < 2; i++ {
+		a := args[i]
+		if a == "--" {
+			break
+		}
+		if strings.HasPrefix(a, "-") && len(a) > 1 {
+			if !strings.Contains(a, "=") && valued[a] {
+				i++
+			}
+			continue
+		}
+		pos = append(pos, i)
+	}
+	if len(pos) < 2 || isCommand(root, args[pos[0]]) || !isCommand(root, args[pos[1]]) {
+		return args
+	}
+	out := append([]string(nil), args...)
+	out[pos[0]], out[pos[1]] = args[pos[1]], args[pos[0]]
+	return out
+}
+
+func isCommand(root *cobra.Command, name string) bool {
+	if name == "help" || name == "completion" {
+		return true
+	}
+	for _, c := range root.Commands() {
+		if c.Name() == name || c.HasAlias(name) {
+			return true
+		}
+	}
+	return false
+}
+
+// parseSize reads a byte count such as 4096, 64KiB or 1MiB.
+func parseSize(flag, s string) (int64, error) {
+	if s == "" {
+		return 0, nil
+	}
+	mult := int64(1)
+	for _, u := range []struct {
+		suffix string
+		n      int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30}, {"B", 1}} {
+		if strings.HasSuffix(s, u.suffix) {
+			s, mult = strings.TrimSuffix(s, u.suffix), u.n
+			break
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 {
+		return 0, usagef("--%s: %q is not a size in bytes (such as 4096 or 64MiB)", flag, s)
+	}
+	return n * mult, nil
+}
+
+// storeOptions builds the store's options from the global flags.
+func (g *globalOpts) storeOptions(readOnly bool) (*kv.Options, error) {
+	o := &kv.Options{ReadOnly: readOnly}
+	var err error
+	if o.SegmentSize, err = parseSize("segment-size", g.segmentSize); err != nil {
+		return nil, err
+	}
+	if o.CheckpointBytes, err = parseSize("checkpoint-bytes", g.checkpointBytes); err != nil {
+		return nil, err
+	}
+	switch g.sync {
+	case "", "always":
+	case "never":
+		o.Sync = kv.Never
+	case "interval":
+		o.Sync = kv.Interval(defaultInterval)
+	default:
+		return nil, usagef("--sync: %q is not one of always, interval, never", g.sync)
+	}
+	if o.Bug, err = recovery.ParseBug(g.bug); err != nil {
+		return nil, usageError{err}
+	}
+	return o, nil
+}
+
+// open opens the store in dir. With mustExist, a missing directory is an
+// error rather than a new empty store.
+func (g *globalOpts) open(dir string, mustExist, readOnly bool) (*kv.Store, error) {
+	opts, err := g.storeOptions(readOnly)
+	if err != nil {
+		return nil, err
+	}
+	if mustExist {
+		if err := requireDir(dir); err != nil {
+			return nil, err
+		}
+	}
+	return kv.Open(dir, opts)
+}
+
+func requireDir(dir string) error {
+	fi, err := vfs.OS.Stat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%s: no such data directory (put and load create one)", dir)
+	}
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%s: not a directory", dir)
+	}
+	return nil
+}
+
+// args checks the number of positional arguments as a usage error.
+func args(min, max int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, a []string) error {
+		if len(a) < min || (max >= 0 && len(a) > max) {
+			return usagef("%s: wrong number of arguments\nUsage: kv %s", cmd.Name(), cmd.Use)
+		}
+		return nil
+	}
+}
