@@ -391,10 +391,16 @@ func (f *memFile) Truncate(size int64) error {
 }
 
 func (f *memFile) Preallocate(off, n int64) error {
+	if n <= 0 {
+		return nil // as osFile: an empty range is a no-op
+	}
 	f.fs.mu.Lock()
 	defer f.fs.mu.Unlock()
 	if err := f.check("fallocate", true); err != nil {
 		return err
+	}
+	if off < 0 {
+		return &os.PathError{Op: "fallocate", Path: f.name, Err: fs.ErrInvalid}
 	}
 	if end := off + n; end > int64(len(f.n.data)) {
 		f.n.data = append(f.n.data, make([]byte, end-int64(len(f.n.data)))...)
