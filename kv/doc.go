@@ -1,0 +1,43 @@
+// Package kv is an embedded, crash-safe key-value store. It keeps its
+// whole state in memory and makes every acknowledged write durable
+// through a segmented write-ahead log and periodic snapshots.
+//
+// # Guarantees
+//
+// Under the default sync mode (Always) a write returns only after its
+// record is durable: its log segment fdatasync'ed, and the directory
+// fsync'ed when the segment is new. Reads see only durable state, so a
+// revision read from the store is a safe fencing token. Every committed
+// record has a revision one higher than the last, and revisions never go
+// backwards across any crash. Concurrent writers share one write and one
+// fdatasync (group commit); transactions are evaluated in commit order
+// against everything committed before them, and fenced writes fail with
+// ErrFenced, atomically, once their token is stale.
+//
+// # Crash contract
+//
+// Open runs recovery (package recovery): load the snapshot, replay the log
+// segments it does not cover, cut a torn tail, checkpoint. A crash at any
+// point, of the program or of a recovery, followed by Open, loses no
+// acknowledged write and applies none twice. Damage a crash cannot cause
+// makes Open fail with an error naming the file and offset, and changes
+// nothing; `kv DIR repair` is the explicit way out. After a failed write
+// or fsync the store refuses writes (ErrFailed) until it is reopened.
+//
+// One process at a time may have a directory open for writing: Open takes
+// an flock on DIR/LOCK and fails with ErrLocked naming the holder's pid.
+//
+// # Usage
+//
+//	s, err := kv.Open("data", nil)
+//	if err != nil { ... }
+//	defer s.Close()
+//	rev, err := s.Put([]byte("k"), []byte("v")) // durable when it returns
+//	e, err := s.Get([]byte("k"))
+//	n, _, err := s.Add([]byte("counter"), 1)
+//	res, err := s.Txn(kv.Txn{If: []kv.Compare{kv.Absent(k)}, Then: []kv.Op{kv.PutOp(k, v)}})
+//	_, err = s.Fenced(kv.Fence{Key: lockKey, Token: token}).Put(k, v)
+//
+// The whole map lives in memory: pick kv for small-to-medium state (up to
+// a few million keys, a few GiB), not as an out-of-core database.
+package kv
