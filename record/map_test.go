@@ -1,0 +1,416 @@
+package record_test
+
+import (
+	"errors"
+	"math"
+	"strconv"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/kvstore/kv/record"
+)
+
+// entry is an Entry in a form that prints well in a diff.
+type entry struct {
+	Key, Value        string
+	CreateRev, ModRev record.Revision
+	Version           int64
+}
+
+// dump returns the map's entries in key order, checking that Bytes and Len
+// agree with them.
+func dump(tb testing.TB, m *record.Map) []entry {
+	tb.Helper()
+	var es []entry
+	var size int64
+	for e := range m.All(nil, nil) {
+		es = append(es, entry{string(e.Key), string(e.Value), e.CreateRev, e.ModRev, e.Version})
+		size += int64(len(e.Key) + len(e.Value))
+	}
+	if m.Len() != len(es) {
+		tb.Errorf("Len() = %d, All yields %d entries", m.Len(), len(es))
+	}
+	if m.Bytes() != size {
+		tb.Errorf("Bytes() = %d, keys and values hold %d", m.Bytes(), size)
+	}
+	return es
+}
+
+func applyAll(tb testing.TB, m *record.Map, recs ...record.Record) {
+	tb.Helper()
+	for i := range recs {
+		if err := m.Apply(&recs[i]); err != nil {
+			tb.Fatalf("Apply(%+v): %v", recs[i], err)
+		}
+	}
+}
+
+func TestApply(t *testing.T) {
+	maxInt := strconv.FormatInt(math.MaxInt64, 10)
+	minInt := strconv.FormatInt(math.MinInt64, 10)
+	tests := []struct {
+		name    string
+		setup   []record.Record
+		rec     record.Record
+		wantErr error // nil: success; else the map must be as after setup
+		want    []entry
+		wantRev record.Revision
+	}{
+		{
+			name:    "put creates",
+			rec:     put(1, "a", "1"),
+			want:    []entry{{"a", "1", 1, 1, 1}},
+			wantRev: 1,
+		},
+		{
+			name:    "put again keeps CreateRev and bumps Version",
+			setup:   []record.Record{put(1, "a", "1"), put(2, "b", "x"), put(3, "a", "2")},
+			rec:     put(4, "a", "3"),
+			want:    []entry{{"a", "3", 1, 4, 3}, {"b", "x", 2, 2, 1}},
+			wantRev: 4,
+		},
+		{
+			name:    "empty key and value",
+			rec:     put(1, "", ""),
+			want:    []entry{{"", "", 1, 1, 1}},
+			wantRev: 1,
+		},
+		{
+			name:    "delete",
+			setup:   []record.Record{put(1, "a", "1"), put(2, "b", "2")},
+			rec:     del(3, "a"),
+			want:    []entry{{"b", "2", 2, 2, 1}},
+			wantRev: 3,
+		},
+		{
+			name:    "delete of a missing key still takes the revision",
+			setup:   []record.Record{put(1, "a", "1")},
+			rec:     del(2, "zz"),
+			want:    []entry{{"a", "1", 1, 1, 1}},
+			wantRev: 2,
+		},
+		{
+			name:    "put after delete starts a new life",
+			setup:   []record.Record{put(1, "a", "1"), put(2, "a", "2"), del(3, "a")},
+			rec:     put(4, "a", "new"),
+			want:    []entry{{"a", "new", 4, 4, 1}},
+			wantRev: 4,
+		},
+		{
+			name:    "add on a missing key starts at 0",
+			rec:     add(1, "n", 5),
+			want:    []entry{{"n", "5", 1, 1, 1}},
+			wantRev: 1,
+		},
+		{
+			name:    "add negative delta",
+			setup:   []record.Record{put(1, "n", "10")},
+			rec:     add(2, "n", -15),
+			want:    []entry{{"n", "-5", 1, 2, 2}},
+			wantRev: 2,
+		},
+		{
+			name:    "add up to MaxInt64",
+			setup:   []record.Record{put(1, "n", strconv.FormatInt(math.MaxInt64-1, 10))},
+			rec:     add(2, "n", 1),
+			want:    []entry{{"n", maxInt, 1, 2, 2}},
+			wantRev: 2,
+		},
+		{
+			name:    "add down to MinInt64",
+			setup:   []record.Record{put(1, "n", "-1")},
+			rec:     add(2, "n", math.MinInt64+1),
+			want:    []entry{{"n", minInt, 1, 2, 2}},
+			wantRev: 2,
+		},
+		{
+			name:    "add on a non-integer",
+			setup:   []record.Record{put(1, "n", "abc")},
+			rec:     add(2, "n", 1),
+			wantErr: record.ErrNotInteger,
+		},
+		{
+			name:    "add on an empty value",
+			setup:   []record.Record{put(1, "n", "")},
+			rec:     add(2, "n", 1),
+			wantErr: record.ErrNotInteger,
+		},
+		{
+			name:    "add on a number with spaces",
+			setup:   []record.Record{put(1, "n", " 1")},
+			rec:     add(2, "n", 1),
+			wantErr: record.ErrNotInteger,
+		},
+		{
+			name:    "add on a number past int64",
+			setup:   []record.Record{put(1, "n", "9223372036854775808")},
+			rec:     add(2, "n", -1),
+			wantErr: record.ErrNotInteger,
+		},
+		{
+			name:    "overflow",
+			setup:   []record.Record{put(1, "n", maxInt)},
+			rec:     add(2, "n", 1),
+			wantErr: record.ErrOverflow,
+		},
+		{
+			name:    "underflow",
+			setup:   []record.Record{put(1, "n", minInt)},
+			rec:     add(2, "n", -1),
+			wantErr: record.ErrOverflow,
+		},
+		{
+			name:    "overflow from a missing key",
+			setup:   []record.Record{add(1, "n", math.MaxInt64)},
+			rec:     add(2, "n", math.MaxInt64),
+			wantErr: record.ErrOverflow,
+		},
+		{
+			name:    "txn whose third op fails leaves the map unchanged",
+			setup:   []record.Record{put(1, "a", "1"), put(2, "s", "text")},
+			rec:     txn(3, opPut("a", "2"), opDel("a"), opAdd("s", 1), opPut("z", "z")),
+			wantErr: record.ErrNotInteger,
+		},
+		{
+			name:    "txn whose last op overflows leaves the map unchanged",
+			setup:   []record.Record{put(1, "n", maxInt)},
+			rec:     txn(2, opPut("new", "1"), opDel("n"), opAdd("n", 1), opAdd("n", math.MaxInt64)),
+			wantErr: record.ErrOverflow,
+		},
+		{
+			name:    "later ops in a txn see earlier ones",
+			setup:   []record.Record{put(1, "old", "1")},
+			rec:     txn(2, opPut("a", "5"), opAdd("a", 3), opPut("b", "1"), opDel("b"), opAdd("old", 1), opDel("old"), opAdd("old", 7)),
+			want:    []entry{{"a", "8", 2, 2, 2}, {"old", "7", 2, 2, 1}},
+			wantRev: 2,
+		},
+		{
+			name:    "txn delete then put recreates",
+			setup:   []record.Record{put(1, "a", "1"), put(2, "a", "2")},
+			rec:     txn(3, opDel("a"), opPut("a", "new")),
+			want:    []entry{{"a", "new", 3, 3, 1}},
+			wantRev: 3,
+		},
+		{
+			name:    "txn without ops takes the revision",
+			setup:   []record.Record{put(1, "a", "1")},
+			rec:     record.Record{Revision: 2, Txn: true, Compares: []record.Compare{{Key: []byte("a"), Target: record.TargetExists, Cmp: record.CmpEqual, Num: 0}}},
+			want:    []entry{{"a", "1", 1, 1, 1}},
+			wantRev: 2,
+		},
+		{
+			name:    "failed branch: its ops apply, compares are not re-evaluated",
+			setup:   []record.Record{put(1, "a", "1")},
+			rec:     record.Record{Revision: 2, Txn: true, Succeeded: false, Compares: []record.Compare{{Key: []byte("a"), Target: record.TargetExists, Cmp: record.CmpEqual, Num: 1}}, Ops: []record.Op{opPut("else", "x")}},
+			want:    []entry{{"a", "1", 1, 1, 1}, {"else", "x", 2, 2, 1}},
+			wantRev: 2,
+		},
+		{
+			name:    "unknown op kind",
+			setup:   []record.Record{put(1, "a", "1")},
+			rec:     record.Record{Revision: 2, Ops: []record.Op{{Kind: 9, Key: []byte("a")}}},
+			wantErr: record.ErrCorrupt,
+		},
+		{
+			name:    "unknown op kind in a txn",
+			setup:   []record.Record{put(1, "a", "1")},
+			rec:     txn(2, opPut("b", "2"), record.Op{Kind: record.KindTxn, Key: []byte("a")}),
+			wantErr: record.ErrCorrupt,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := record.NewMap()
+			applyAll(t, m, tt.setup...)
+			before, beforeRev := dump(t, m), m.Revision()
+			err := m.Apply(&tt.rec)
+			if tt.wantErr != nil {
+				if !errors.Is(err, tt.wantErr) {
+					t.Fatalf("Apply: %v, want %v", err, tt.wantErr)
+				}
+				if diff := cmp.Diff(before, dump(t, m)); diff != "" {
+					t.Errorf("a failed Apply changed the map (-before +after):\n%s", diff)
+				}
+				if m.Revision() != beforeRev {
+					t.Errorf("a failed Apply moved the revision from %d to %d", beforeRev, m.Revision())
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Apply: %v", err)
+			}
+			if diff := cmp.Diff(tt.want, dump(t, m)); diff != "" {
+				t.Errorf("map (-want +got):\n%s", diff)
+			}
+			if m.Revision() != tt.wantRev {
+				t.Errorf("Revision() = %d, want %d", m.Revision(), tt.wantRev)
+			}
+		})
+	}
+}
+
+// TestApplyCopies checks that entries do not alias the record: Decode
+// returns slices of the payload, whose buffer the WAL reader reuses.
+func TestApplyCopies(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		rec  record.Record
+	}{
+		{"put", put(1, "key", "value")},
+		{"txn", txn(1, opPut("key", "value"), opPut("other", "x"))},
+		{"add", add(1, "key", 12)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := record.Append(nil, &tt.rec)
+			r, err := record.Decode(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := record.NewMap()
+			if err := m.Apply(&r); err != nil {
+				t.Fatal(err)
+			}
+			want := dump(t, m)
+			for i := range p {
+				p[i] = '#'
+			}
+			if diff := cmp.Diff(want, dump(t, m)); diff != "" {
+				t.Errorf("overwriting the payload changed the map (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestClone(t *testing.T) {
+	m := record.NewMap()
+	applyAll(t, m, put(1, "a", "1"), put(2, "b", "2"), add(3, "n", 10))
+	c := m.Clone()
+	snap := dump(t, c)
+	ea, _ := c.Get([]byte("a"))
+	held := entry{string(ea.Key), string(ea.Value), ea.CreateRev, ea.ModRev, ea.Version}
+
+	// Changes to the original do not show in the clone.
+	applyAll(t, m, put(4, "a", "changed"), del(5, "b"), add(6, "n", 1), put(7, "z", "new"),
+		txn(8, opPut("c", "3"), opDel("a")))
+	if diff := cmp.Diff(snap, dump(t, c)); diff != "" {
+		t.Errorf("clone after changes to the original (-want +got):\n%s", diff)
+	}
+	if c.Revision() != 3 {
+		t.Errorf("clone revision %d, want 3", c.Revision())
+	}
+	if diff := cmp.Diff(held, entry{string(ea.Key), string(ea.Value), ea.CreateRev, ea.ModRev, ea.Version}); diff != "" {
+		t.Errorf("an entry taken from the clone changed (-want +got):\n%s", diff)
+	}
+	wantOrig := []entry{{"c", "3", 8, 8, 1}, {"n", "11", 3, 6, 2}, {"z", "new", 7, 7, 1}}
+	if diff := cmp.Diff(wantOrig, dump(t, m)); diff != "" {
+		t.Errorf("original (-want +got):\n%s", diff)
+	}
+
+	// Nor the other way round.
+	applyAll(t, c, put(4, "only-in-clone", "x"), del(5, "n"))
+	if diff := cmp.Diff(wantOrig, dump(t, m)); diff != "" {
+		t.Errorf("original after changes to the clone (-want +got):\n%s", diff)
+	}
+	if _, ok := m.Get([]byte("only-in-clone")); ok {
+		t.Error("a key put in the clone shows in the original")
+	}
+}
+
+func TestAllRange(t *testing.T) {
+	m := record.NewMap()
+	applyAll(t, m, put(1, "a", "1"), put(2, "b", "2"), put(3, "c", "3"), put(4, "d", "4"))
+	tests := []struct {
+		name       string
+		start, end []byte
+		want       []string
+	}{
+		{"everything", nil, nil, []string{"a", "b", "c", "d"}},
+		{"from b", []byte("b"), nil, []string{"b", "c", "d"}},
+		{"b up to d", []byte("b"), []byte("d"), []string{"b", "c"}},
+		{"between keys", []byte("aa"), []byte("cc"), []string{"b", "c"}},
+		{"empty range", []byte("c"), []byte("c"), nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			for e := range m.All(tt.start, tt.end) {
+				got = append(got, string(e.Key))
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("All (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestParseInt(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    int64
+		wantErr bool
+	}{
+		{"0", 0, false},
+		{"-12", -12, false},
+		{"9223372036854775807", math.MaxInt64, false},
+		{"-9223372036854775808", math.MinInt64, false},
+		{"9223372036854775808", 0, true},
+		{"", 0, true},
+		{"1.5", 0, true},
+		{"0x10", 0, true},
+		{"12 ", 0, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			got, err := record.ParseInt([]byte(tt.in))
+			if tt.wantErr {
+				if !errors.Is(err, record.ErrNotInteger) {
+					t.Errorf("ParseInt(%q): %d, %v; want ErrNotInteger", tt.in, got, err)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Errorf("ParseInt(%q) = %d, %v; want %d", tt.in, got, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestNextAndDelete(t *testing.T) {
+	old := &record.Entry{Key: []byte("n"), Value: []byte("4"), CreateRev: 2, ModRev: 3, Version: 2}
+	tests := []struct {
+		name    string
+		old     *record.Entry
+		op      record.Op
+		want    *record.Entry
+		wantErr error
+	}{
+		{name: "put on nothing", op: opPut("n", "1"), want: &record.Entry{Key: []byte("n"), Value: []byte("1"), CreateRev: 9, ModRev: 9, Version: 1}},
+		{name: "put over an entry", old: old, op: opPut("n", "1"), want: &record.Entry{Key: []byte("n"), Value: []byte("1"), CreateRev: 2, ModRev: 9, Version: 3}},
+		{name: "add over an entry", old: old, op: opAdd("n", -5), want: &record.Entry{Key: []byte("n"), Value: []byte("-1"), CreateRev: 2, ModRev: 9, Version: 3}},
+		{name: "delete", old: old, op: opDel("n")},
+		{name: "add over a non-integer", old: &record.Entry{Key: []byte("n"), Value: []byte("x")}, op: opAdd("n", 1), wantErr: record.ErrNotInteger},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := record.Next(tt.old, &tt.op, 9)
+			if !errors.Is(err, tt.wantErr) || (err == nil) != (tt.wantErr == nil) {
+				t.Fatalf("Next: %v, want %v", err, tt.wantErr)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("Next (-want +got):\n%s", diff)
+			}
+		})
+	}
+	// Next never changes the old entry: entries are immutable.
+	if diff := cmp.Diff(&record.Entry{Key: []byte("n"), Value: []byte("4"), CreateRev: 2, ModRev: 3, Version: 2}, old); diff != "" {
+		t.Errorf("Next changed the old entry (-want +got):\n%s", diff)
+	}
+
+	m := record.NewMap()
+	applyAll(t, m, put(1, "a", "1"), put(2, "bb", "22"))
+	m.Delete([]byte("a"))
+	m.Delete([]byte("missing"))
+	if diff := cmp.Diff([]entry{{"bb", "22", 2, 2, 1}}, dump(t, m)); diff != "" {
+		t.Errorf("after Delete (-want +got):\n%s", diff)
+	}
+}
