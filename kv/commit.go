@@ -236,16 +236,18 @@ func (s *Store) commit(batch []*request) {
 		mark := len(changes)
 		var err error
 		for i := range ops {
+			old := s.lookupStaged(ops[i].Key, changes[mark:])
 			var e *record.Entry
-			e, err = record.Next(s.lookupStaged(ops[i].Key, changes[mark:]), &ops[i], next)
+			e, err = record.Next(old, &ops[i], next)
 			if err != nil {
+				err = mapApplyError(err, &ops[i], old)
 				break
 			}
 			changes = append(changes, staged{key: string(ops[i].Key), e: e})
 		}
 		if err != nil {
 			changes = changes[:mark]
-			r.err = mapApplyError(err)
+			r.err = err
 			continue
 		}
 		for _, c := range changes[mark:] {
@@ -268,8 +270,22 @@ func (s *Store) commit(batch []*request) {
 		for i := 0; i+1 < len(offsets); i++ {
 			payloads = append(payloads, s.buf[offsets[i]:offsets[i+1]])
 		}
-		if err := s.logAndSync(payloads); err != nil {
+		early := false
+		afterWrite := func() {
+			if s.opts.Bug == recovery.BugAckBeforeSync {
+				// The bug: acknowledge, and show, before the sync.
+				early = true
+				s.apply(changes, rev)
+				for _, r := range batch {
+					close(r.done)
+				}
+			}
+		}
+		if err := s.logAndSync(payloads, afterWrite); err != nil {
 			s.failStop(err)
+			if early {
+				return
+			}
 			for _, r := range batch {
 				if r.err == nil {
 					r.err = fmt.Errorf("%w: %w", ErrFailed, err)
@@ -278,27 +294,42 @@ func (s *Store) commit(batch []*request) {
 			}
 			return
 		}
-		// Durable (under Always): make it visible, then acknowledge.
-		s.mu.Lock()
-		for _, c := range changes {
-			if c.e == nil {
-				if old, ok := s.index[c.key]; ok {
-					delete(s.index, c.key)
-					s.m.Delete(old.Key)
-				}
-				continue
-			}
-			s.m.Load(c.e)
-			s.index[keyString(c.e.Key)] = c.e
-		}
-		s.m.SetRevision(rev)
-		s.mu.Unlock()
 		s.stats.records.Add(int64(len(payloads)))
 		s.stats.groups.Add(1)
+		if early {
+			s.maybeCheckpoint()
+			return
+		}
+		// Durable (under Always): make it visible, then acknowledge.
+		s.apply(changes, rev)
 	}
 	for _, r := range batch {
 		close(r.done)
 	}
+	s.maybeCheckpoint()
+}
+
+// apply makes a group's changes visible to readers.
+func (s *Store) apply(changes []staged, rev Revision) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range changes {
+		if c.e == nil {
+			if old, ok := s.index[c.key]; ok {
+				delete(s.index, c.key)
+				s.m.Delete(old.Key)
+			}
+			continue
+		}
+		s.m.Load(c.e)
+		s.index[keyString(c.e.Key)] = c.e
+	}
+	s.m.SetRevision(rev)
+}
+
+// maybeCheckpoint starts a background checkpoint when enough log has
+// accumulated since the last one.
+func (s *Store) maybeCheckpoint() {
 	if cb := s.opts.checkpointBytes(); cb > 0 && s.sinceSnap >= cb && s.ckpt == nil {
 		s.startCheckpoint()
 	}
@@ -318,24 +349,25 @@ func (s *Store) lookupStaged(key []byte, mine []staged) *record.Entry {
 	return s.lookup(key)
 }
 
-func mapApplyError(err error) error {
+// mapApplyError turns the record package's error for op, whose key held
+// old, into the store's sentinel.
+func mapApplyError(err error, op *Op, old *record.Entry) error {
 	switch {
 	case errors.Is(err, record.ErrNotInteger):
-		return fmt.Errorf("%w: %w", ErrNotInteger, err)
+		return fmt.Errorf("%w: key %q holds %q", ErrNotInteger, op.Key, old.Value)
 	case errors.Is(err, record.ErrOverflow):
-		return fmt.Errorf("%w: %w", ErrOverflow, err)
+		return fmt.Errorf("%w: key %q holds %s, adding %d", ErrOverflow, op.Key, old.Value, op.Delta)
 	}
 	return err
 }
 
 // logAndSync writes the group's records with one write and, under Always,
 // one fdatasync.
-func (s *Store) logAndSync(payloads [][]byte) error {
-	pos, err := s.w.Append(payloads...)
-	if err != nil {
+func (s *Store) logAndSync(payloads [][]byte, afterWrite func()) error {
+	if _, err := s.w.Append(payloads...); err != nil {
 		return err
 	}
-	_ = pos
+	afterWrite()
 	n := int64(0)
 	for _, p := range payloads {
 		n += int64(len(p) + wal.HeaderSize)
@@ -382,15 +414,25 @@ func (s *Store) startCheckpoint() {
 		if bug == recovery.BugDoubleApply {
 			meta.Covered = 0
 		}
-		err := snapshot.Write(s.fs, s.dir, meta, view.All(nil, nil), snapshot.Options{})
-		if err == nil {
-			// The snapshot covering these segments is durable: Write synced
-			// the directory after the rename.
+		deleteCovered := func() (err error) {
 			for seg := prev + 1; seg <= sealed; seg++ {
 				if rerr := s.fs.Remove(wal.SegmentPath(s.dir, seg)); rerr != nil && err == nil {
 					err = rerr
 				}
 			}
+			return err
+		}
+		var err error
+		if bug == recovery.BugUnlinkEarly {
+			err = deleteCovered()
+		}
+		if err == nil {
+			err = snapshot.Write(s.fs, s.dir, meta, view.All(nil, nil), bug.Snapshot())
+		}
+		if err == nil && bug != recovery.BugUnlinkEarly {
+			// The snapshot covering these segments is durable: Write synced
+			// the directory after the rename.
+			err = deleteCovered()
 		}
 		s.log.Info("checkpoint", "dir", s.dir, "covered", sealed.String(), "revision", uint64(view.Revision()),
 			"keys", view.Len(), "duration", time.Since(start), "err", err)

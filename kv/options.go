@@ -129,6 +129,7 @@ func (o *Options) walOptions() wal.Options {
 	// A record holds a key and a value and some framing; transactions may
 	// hold more, up to the WAL's own limit.
 	w.MaxRecordSize = max(wal.DefaultMaxRecordSize, 2*(o.maxKey()+o.maxValue())+1024)
+	w = o.Bug.WAL(w)
 	if !o.NoPreallocate {
 		w.Preallocate = preallocStep
 		if o.SegmentSize > 0 {

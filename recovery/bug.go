@@ -3,6 +3,9 @@ package recovery
 import (
 	"fmt"
 	"strings"
+
+	"github.com/kvstore/kv/snapshot"
+	"github.com/kvstore/kv/wal"
 )
 
 // Bug names a deliberate defect, off by default, that tests switch on to
@@ -26,10 +29,53 @@ const (
 	// log, as if the default sync mode were Never: a power loss takes
 	// back acknowledged writes.
 	BugNoSync Bug = "no-sync"
+	// BugAckBeforeSync acknowledges a group of writes (and makes it
+	// visible) after writing it and before its fdatasync.
+	BugAckBeforeSync Bug = "ack-before-sync"
+	// BugNoDirSync leaves out the directory fsync after a new segment is
+	// created and after the snapshot's rename.
+	BugNoDirSync Bug = "no-dirsync"
+	// BugRenameBeforeFsync renames snapshot.tmp to snapshot before it
+	// syncs it.
+	BugRenameBeforeFsync Bug = "rename-before-fsync"
+	// BugUnlinkEarly deletes the segments a checkpoint covers before the
+	// snapshot that covers them is written.
+	BugUnlinkEarly Bug = "unlink-early"
+	// BugTrustTmp makes recovery load snapshot.tmp, renaming it into
+	// place, instead of removing it.
+	BugTrustTmp Bug = "trust-tmp"
+	// BugTornAsCorrupt leaves a torn tail in place when recovery starts the
+	// next segment, so that a crash before the checkpoint completes leaves
+	// it in a segment that is no longer the newest, which the next recovery
+	// refuses as corruption (cockroachdb/cockroach#68319).
+	BugTornAsCorrupt Bug = "torn-as-corrupt"
 )
 
 // Bugs lists the known variants.
-func Bugs() []Bug { return []Bug{BugDoubleApply, BugNoSync} }
+func Bugs() []Bug {
+	return []Bug{BugDoubleApply, BugNoSync, BugAckBeforeSync, BugNoDirSync, BugRenameBeforeFsync,
+		BugUnlinkEarly, BugTrustTmp, BugTornAsCorrupt}
+}
+
+// WAL returns o with the WAL options of the bug variant applied.
+func (b Bug) WAL(o wal.Options) wal.Options {
+	if b == BugNoDirSync {
+		o.SkipDirSync = true
+	}
+	return o
+}
+
+// Snapshot returns the snapshot options of the bug variant.
+func (b Bug) Snapshot() snapshot.Options {
+	var o snapshot.Options
+	switch b {
+	case BugNoDirSync:
+		o.Publish.SkipDirSync = true
+	case BugRenameBeforeFsync:
+		o.Publish.RenameBeforeSync = true
+	}
+	return o
+}
 
 // ParseBug returns the variant named s; "" and "none" mean NoBug.
 func ParseBug(s string) (Bug, error) {

@@ -76,6 +76,7 @@ func Recover(fsys vfs.FS, dir string, opts Options) (*Result, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	lax := opts.Bug == BugDoubleApply
+	opts.WAL = opts.Bug.WAL(opts.WAL)
 	res := &Result{Map: record.NewMap()}
 	m := res.Map
 
@@ -89,6 +90,12 @@ func Recover(fsys vfs.FS, dir string, opts Options) (*Result, error) {
 		if n == snapshot.TmpName {
 			hasTmp = true
 		}
+	}
+	if hasTmp && opts.Bug == BugTrustTmp && !opts.ReadOnly {
+		if err := fsys.Rename(path.Join(dir, snapshot.TmpName), path.Join(dir, snapshot.Name)); err != nil {
+			return nil, err
+		}
+		hasTmp = false
 	}
 	segs, err := wal.ListSegments(fsys, dir)
 	if err != nil {
@@ -241,8 +248,10 @@ func checkpoint(fsys vfs.FS, dir string, opts Options, res *Result, last wal.Seg
 	// segment that is no longer the newest and call it corruption.
 	// A seal found already in place is synced too: it may be only in the
 	// page cache of the crashed process that wrote it.
-	if err := wal.SealTail(fsys, dir, last.Segment, last.End, last.Sealed); err != nil {
-		return err
+	if opts.Bug != BugTornAsCorrupt || last.Sealed {
+		if err := wal.SealTail(fsys, dir, last.Segment, last.End, last.Sealed); err != nil {
+			return err
+		}
 	}
 	// 6b. The next segment, durable (Create syncs the directory), before
 	// the snapshot that says the segments before it are covered: a
@@ -258,18 +267,32 @@ func checkpoint(fsys vfs.FS, dir string, opts Options, res *Result, last wal.Seg
 	if opts.Bug == BugDoubleApply {
 		meta.Covered = 0
 	}
-	if err := snapshot.Write(fsys, dir, meta, res.Map.All(nil, nil), snapshot.Options{}); err != nil {
+	deleteReplayed := func() error {
+		for s := res.Snapshot.Covered + 1; s <= last.Segment; s++ {
+			if err := fsys.Remove(wal.SegmentPath(dir, s)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return err
+			}
+			res.Deleted = append(res.Deleted, s)
+		}
+		return nil
+	}
+	if opts.Bug == BugUnlinkEarly {
+		if err := deleteReplayed(); err != nil {
+			w.Close()
+			return err
+		}
+	}
+	if err := snapshot.Write(fsys, dir, meta, res.Map.All(nil, nil), opts.Bug.Snapshot()); err != nil {
 		w.Close()
 		return err
 	}
 	// 6d. Delete the replayed segments: the snapshot covering them is
 	// durable (snapshot.Write synced the directory).
-	for s := res.Snapshot.Covered + 1; s <= last.Segment; s++ {
-		if err := fsys.Remove(wal.SegmentPath(dir, s)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if opts.Bug != BugUnlinkEarly {
+		if err := deleteReplayed(); err != nil {
 			w.Close()
 			return err
 		}
-		res.Deleted = append(res.Deleted, s)
 	}
 	res.Writer = w
 	res.Checkpointed = true

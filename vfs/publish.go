@@ -34,6 +34,10 @@ type PublishOptions struct {
 	// variant: the rename can be lost by a power loss after the caller
 	// relied on it).
 	SkipDirSync bool
+	// RenameBeforeSync renames the temporary file into place before it
+	// syncs it (a bug variant: a power loss between the two can leave the
+	// final name with missing data).
+	RenameBeforeSync bool
 }
 
 // Publish atomically replaces dir/name with the bytes that write produces:
@@ -69,6 +73,11 @@ func Publish(fsys FS, dir, name string, opts PublishOptions, write func(w io.Wri
 	if err := bw.Flush(); err != nil {
 		return fmt.Errorf("vfs: write %s: %w", tmp, err)
 	}
+	if opts.RenameBeforeSync {
+		if err := fsys.Rename(tmp, final); err != nil {
+			return err
+		}
+	}
 	if !opts.SkipFileSync {
 		// The data must be durable before the name points at it, or a
 		// power loss could leave the final name with missing data.
@@ -80,9 +89,11 @@ func Publish(fsys FS, dir, name string, opts PublishOptions, write func(w io.Wri
 	if err := f.Close(); err != nil {
 		return err
 	}
-	// The rename is the atomic switch from old to new contents.
-	if err := fsys.Rename(tmp, final); err != nil {
-		return err
+	if !opts.RenameBeforeSync {
+		// The rename is the atomic switch from old to new contents.
+		if err := fsys.Rename(tmp, final); err != nil {
+			return err
+		}
 	}
 	if opts.SkipDirSync {
 		return nil
