@@ -147,7 +147,7 @@ The directory may come before or after the command: "kv data dump" and
 	root.AddCommand(
 		newDumpCmd(g), newGetCmd(g), newPutCmd(g), newDelCmd(g), newAddCmd(g), newScanCmd(g),
 		newLoadCmd(g), newCheckCmd(g), newLogCmd(g), newStatCmd(g), newCheckpointCmd(g),
-		newRepairCmd(g), newDemoCmd(g),
+		newRepairCmd(g), newDemoCmd(g), newCrashsimCmd(g),
 	)
 	return root
 }

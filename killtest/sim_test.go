@@ -1,0 +1,102 @@
+package killtest
+
+import (
+	"flag"
+	"strings"
+	"testing"
+
+	"github.com/kvstore/kv/recovery"
+)
+
+var long = flag.Bool("long", false, "run the larger simulator workloads")
+
+func report(t *testing.T, rep *Report) string {
+	t.Helper()
+	var b strings.Builder
+	rep.Print(&b)
+	return b.String()
+}
+
+// TestSimCorrectStore: every workload under every model, nested recovery
+// included, has no bad state.
+func TestSimCorrectStore(t *testing.T) {
+	n := 100
+	if *long {
+		n = 400
+	}
+	ws, err := Workloads(n, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range ws {
+		t.Run(w.Name, func(t *testing.T) {
+			rep, err := Check(w, Config{Models: Models(), Seed: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := report(t, rep)
+			t.Logf("%s: %v, %d recoveries\n%s", w.Name, rep.Duration, rep.Recoveries, out)
+			if !rep.Ok() {
+				t.Errorf("bad states for the correct store:\n%s", out)
+			}
+			if rep.Models[0].States < 10 || rep.Nested.States < 10 {
+				t.Errorf("too few states checked: %+v", rep.Models[0])
+			}
+		})
+	}
+}
+
+// bugCases says, for each bug variant, a workload and the model whose
+// states catch it, and what the first bad state must say.
+var bugCases = []struct {
+	bug      recovery.Bug
+	workload string
+	model    Model
+	nested   bool   // caught only by crashing the recovery of a crash state
+	event    string // the first bad state comes after this event
+	reason   string // and says this
+}{
+	{recovery.BugDoubleApply, "recovery", Process, false, "rename snapshot.tmp -> snapshot", "c=110 instead of 55, d=14 instead of 7"},
+	{recovery.BugNoSync, "writes", Machine, false, "ack 1", "acknowledged operation lost"},
+	{recovery.BugAckBeforeSync, "writes", Machine, false, "ack", "acknowledged operation lost"},
+	{recovery.BugNoDirSync, "writes", Machine, false, "ack 1", "acknowledged operation lost"},
+	{recovery.BugRenameBeforeFsync, "recovery", Machine, false, "rename snapshot.tmp -> snapshot", "corrupt snapshot"},
+	{recovery.BugUnlinkEarly, "recovery", Process, false, "unlink log.000001", "segment missing"},
+	{recovery.BugTrustTmp, "recovery", Process, false, "create snapshot.tmp", "corrupt snapshot"},
+	{recovery.BugTornAsCorrupt, "torn-recovery", Process, false, "create log.000002", "corrupt log: /data/log.000001 at offset"},
+	{recovery.BugTornAsCorrupt, "writes", Process, true, "create log.", "corrupt log"},
+}
+
+// TestSimBugsCaught: each bug variant gives bad states in the model where
+// it should, and the first one is the expected crash point.
+func TestSimBugsCaught(t *testing.T) {
+	ws, err := Workloads(60, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]Workload{}
+	for _, w := range ws {
+		byName[w.Name] = w
+	}
+	for _, bc := range bugCases {
+		t.Run(string(bc.bug)+"/"+bc.workload, func(t *testing.T) {
+			cfg := Config{Models: []Model{bc.model}, Bug: bc.bug, Seed: 1, NoNested: !bc.nested}
+			rep, err := Check(byName[bc.workload], cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := report(t, rep)
+			t.Logf("\n%s", out)
+			mr := rep.Models[0]
+			if bc.nested {
+				mr = rep.Nested
+			}
+			if mr.Bad == 0 || mr.First == nil {
+				t.Fatalf("bug %s not caught by %s states:\n%s", bc.bug, bc.model, out)
+			}
+			if !strings.HasPrefix(mr.First.Event, bc.event) || !strings.Contains(mr.First.Reason, bc.reason) {
+				t.Errorf("first bad state: %s\nwant the crash after %q and %q", mr.First, bc.event, bc.reason)
+			}
+		})
+	}
+}

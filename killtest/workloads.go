@@ -1,0 +1,302 @@
+package killtest
+
+import (
+	"bufio"
+	"bytes"
+	_ "embed"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/kvstore/kv/kv"
+	"github.com/kvstore/kv/vfs"
+	"github.com/kvstore/kv/wal"
+)
+
+//go:embed testdata/article.ops
+var articleOpsText string
+
+// dataDir is where the simulated workloads keep their data directory.
+const dataDir = "/data"
+
+// ParseOps reads "put K V", "del K" and "add K N" lines; blank lines and
+// # comments are skipped.
+func ParseOps(text string) ([]kv.Op, error) {
+	var ops []kv.Op
+	sc := bufio.NewScanner(strings.NewReader(text))
+	for line := 1; sc.Scan(); line++ {
+		f := strings.Fields(sc.Text())
+		if len(f) == 0 || strings.HasPrefix(f[0], "#") {
+			continue
+		}
+		switch {
+		case f[0] == "put" && len(f) == 3:
+			ops = append(ops, kv.PutOp([]byte(f[1]), []byte(f[2])))
+		case f[0] == "del" && len(f) == 2:
+			ops = append(ops, kv.DeleteOp([]byte(f[1])))
+		case f[0] == "add" && len(f) == 3:
+			n, err := strconv.ParseInt(f[2], 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("line %d: %w", line, err)
+			}
+			ops = append(ops, kv.AddOp([]byte(f[1]), n))
+		default:
+			return nil, fmt.Errorf("line %d: %q", line, sc.Text())
+		}
+	}
+	return ops, sc.Err()
+}
+
+// ArticleOps are the article's 17 operations.
+func ArticleOps() []kv.Op {
+	ops, err := ParseOps(articleOpsText)
+	if err != nil {
+		panic(err) // the embedded fixture is part of the build
+	}
+	return ops
+}
+
+// prepare runs ops on a fresh directory with opts and returns the
+// directory as it is left after Close, without a checkpoint.
+func prepare(ops []kv.Op, opts kv.Options) (State, error) {
+	fsys := vfs.NewMem()
+	opts.FS = fsys
+	s, err := kv.Open(dataDir, &opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := submitAll(s, ops, nil); err != nil {
+		s.Close()
+		return nil, err
+	}
+	if err := s.Close(); err != nil {
+		return nil, err
+	}
+	return readState(fsys, dataDir)
+}
+
+// submitAll commits ops in order with group commit, recording issue and
+// ack events when rec is not nil.
+func submitAll(s *kv.Store, ops []kv.Op, rec *vfs.Recorder) error {
+	ps := make([]*kv.Pending, len(ops))
+	for i, op := range ops {
+		if rec != nil {
+			rec.Issue(i + 1)
+		}
+		ps[i] = s.Submit(op)
+	}
+	for i, p := range ps {
+		if _, _, err := p.Wait(); err != nil {
+			return fmt.Errorf("operation %d: %w", i+1, err)
+		}
+		if rec != nil {
+			rec.Ack(i + 1)
+		}
+	}
+	return nil
+}
+
+// recoverProgram is the traced program of the recovery workloads: open the
+// store (recovery), print the map (the article's "ack" events, one per key,
+// which are not promises about operations), close.
+func recoverProgram(fsys vfs.FS, dir string, opts kv.Options, rec *vfs.Recorder) error {
+	s, err := kv.Open(dir, &opts)
+	if err != nil {
+		return err
+	}
+	n := 0
+	for range s.Scan(nil, nil) {
+		n++
+		rec.Ack(0)
+	}
+	_ = n
+	return s.Close()
+}
+
+// writesProgram is the traced program of the write workloads: one
+// synchronous write at a time, each issued and acknowledged.
+func writesProgram(ops []kv.Op) Program {
+	return func(fsys vfs.FS, dir string, opts kv.Options, rec *vfs.Recorder) error {
+		s, err := kv.Open(dir, &opts)
+		if err != nil {
+			return err
+		}
+		for i, op := range ops {
+			rec.Issue(i + 1)
+			if _, _, err := s.Submit(op).Wait(); err != nil {
+				s.Close()
+				return fmt.Errorf("operation %d: %w", i+1, err)
+			}
+			rec.Ack(i + 1)
+		}
+		return s.Close()
+	}
+}
+
+// pipelinedProgram submits the operations in waves of 1 to 8 without
+// waiting inside a wave, so that they share group commits, and the waves
+// race the background checkpoints that the small options start.
+func pipelinedProgram(ops []kv.Op, seed uint64) Program {
+	return func(fsys vfs.FS, dir string, opts kv.Options, rec *vfs.Recorder) error {
+		s, err := kv.Open(dir, &opts)
+		if err != nil {
+			return err
+		}
+		rng := rand.New(rand.NewPCG(seed, 0x3a7e))
+		type inflight struct {
+			n int
+			p *kv.Pending
+		}
+		for i := 0; i < len(ops); {
+			wave := min(1+rng.IntN(8), len(ops)-i)
+			var ps []inflight
+			for j := 0; j < wave; j++ {
+				rec.Issue(i + 1)
+				ps = append(ps, inflight{i + 1, s.Submit(ops[i])})
+				i++
+			}
+			for _, f := range ps {
+				if _, _, err := f.p.Wait(); err != nil {
+					s.Close()
+					return fmt.Errorf("operation %d: %w", f.n, err)
+				}
+				rec.Ack(f.n)
+			}
+		}
+		return s.Close()
+	}
+}
+
+// RandomOps generates n mixed operations over a few keys, mostly adds so
+// that a double application shows, seeded.
+func RandomOps(n int, seed uint64) []kv.Op {
+	rng := rand.New(rand.NewPCG(seed, 0x0b5))
+	keys := []string{"a", "b", "c", "d", "e", "f"}
+	var ops []kv.Op
+	counters := map[string]bool{}
+	for range n {
+		k := keys[rng.IntN(len(keys))]
+		switch r := rng.IntN(10); {
+		case r < 6:
+			// add only to a key that holds an integer or is absent
+			if !counters[k] {
+				ops = append(ops, kv.DeleteOp([]byte(k)))
+				counters[k] = true
+				continue
+			}
+			ops = append(ops, kv.AddOp([]byte(k), int64(rng.IntN(100)+1)))
+		case r < 8:
+			ops = append(ops, kv.PutOp([]byte(k), []byte(strconv.Itoa(rng.IntN(1000)))))
+			counters[k] = true
+		default:
+			ops = append(ops, kv.DeleteOp([]byte(k)))
+			counters[k] = true
+		}
+	}
+	return ops
+}
+
+// smallOptions make a few hundred operations rotate segments and
+// checkpoint several times.
+var smallOptions = kv.Options{SegmentSize: 1024, CheckpointBytes: 4096}
+
+// Workloads returns the named workloads; n sizes the generated ones.
+func Workloads(n int, seed uint64) ([]Workload, error) {
+	article := ArticleOps()
+	articleDir, err := prepare(article, kv.Options{})
+	if err != nil {
+		return nil, err
+	}
+	torn, err := tornTail(articleDir)
+	if err != nil {
+		return nil, err
+	}
+	writes := RandomOps(n, seed)
+	return []Workload{
+		{Name: "recovery", Doc: "the recovery of the article's 17 operations in one segment",
+			Dir: dataDir, Initial: articleDir, Program: recoverProgram},
+		{Name: "torn-recovery", Doc: "the recovery of a directory whose newest segment ends torn (cockroachdb#68319)",
+			Dir: dataDir, Initial: torn, Program: recoverProgram},
+		{Name: "writes", Doc: fmt.Sprintf("%d mixed writes, one at a time, with small segments and checkpoints", len(writes)),
+			Dir: dataDir, Initial: State{}, Options: smallOptions, Program: writesProgram(writes), Ops: writes},
+		{Name: "checkpoint", Doc: fmt.Sprintf("%d writes submitted together, racing background checkpoints", len(writes)),
+			Dir: dataDir, Initial: State{}, Options: smallOptions, Program: pipelinedProgram(writes, seed), Ops: writes},
+	}, nil
+}
+
+// WorkloadNames lists the workloads Workloads returns.
+func WorkloadNames() []string { return []string{"recovery", "torn-recovery", "writes", "checkpoint"} }
+
+// tornTail cuts the newest segment of s in the middle of its last record.
+func tornTail(s State) (State, error) {
+	var newest string
+	for n := range s {
+		if _, ok := wal.ParseSegmentName(n); ok && n > newest {
+			newest = n
+		}
+	}
+	if newest == "" {
+		return nil, fmt.Errorf("killtest: no segment to tear")
+	}
+	b := s[newest]
+	end := bytes.LastIndex(b, []byte("d")) // inside the last record, "add d 7"
+	if end < 0 {
+		end = len(b) - 5
+	}
+	out := State{}
+	for k, v := range s {
+		out[k] = v
+	}
+	out[newest] = b[:end]
+	return out, nil
+}
+
+var _ = sort.Strings
+
+// RandomWorkload is a generated workload: n operations from seed, written
+// one at a time or in waves (chosen by the seed), with small segments.
+func RandomWorkload(n int, seed uint64) Workload {
+	ops := RandomOps(n, seed)
+	w := Workload{Name: fmt.Sprintf("random(seed=%d, ops=%d)", seed, n), Dir: dataDir, Initial: State{}, Ops: ops,
+		Options: kv.Options{SegmentSize: int64(512 + seed%4*512), CheckpointBytes: int64(2048 + seed%3*2048)}}
+	if seed%2 == 0 {
+		w.Program = writesProgram(ops)
+	} else {
+		w.Program = pipelinedProgram(ops, seed)
+	}
+	w.Doc = fmt.Sprintf("%d generated operations, segments of %d bytes, a checkpoint every %d bytes",
+		n, w.Options.SegmentSize, w.Options.CheckpointBytes)
+	return w
+}
+
+// Shrink looks for the shortest prefix of a failing random workload that
+// still fails, halving and then stepping down, and returns its report.
+func Shrink(n int, seed uint64, cfg Config) (int, *Report, error) {
+	fails := func(k int) (*Report, bool, error) {
+		rep, err := Check(RandomWorkload(k, seed), cfg)
+		if err != nil {
+			return nil, false, err
+		}
+		return rep, !rep.Ok(), nil
+	}
+	best, ok, err := fails(n)
+	if err != nil || !ok {
+		return n, best, err
+	}
+	lo, hi := 0, n // lo passes (or is untested), hi fails
+	for hi-lo > 1 {
+		mid := (lo + hi) / 2
+		rep, bad, err := fails(mid)
+		if err != nil {
+			return hi, best, err
+		}
+		if bad {
+			hi, best = mid, rep
+		} else {
+			lo = mid
+		}
+	}
+	return hi, best, nil
+}
