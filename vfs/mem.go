@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"slices"
@@ -243,36 +244,17 @@ func (m *MemFS) Lock(name string, exclusive bool) (File, error) {
 // CrashClone returns a new MemFS holding only what is durable in m: the
 // durable entries of every directory and the durable contents of every
 // file. Locks are not carried over, as after a reboot.
-func (m *MemFS) CrashClone() *MemFS {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	seen := map[*inode]*inode{}
-	var clone func(n *inode) *inode
-	clone = func(n *inode) *inode {
-		if c, ok := seen[n]; ok {
-			return c
-		}
-		if !n.isDir {
-			c := &inode{data: slices.Clone(n.durable), durable: slices.Clone(n.durable)}
-			seen[n] = c
-			return c
-		}
-		c := newDir()
-		seen[n] = c
-		for k, v := range n.durableEntries {
-			cv := clone(v)
-			c.entries[k] = cv
-			c.durableEntries[k] = cv
-		}
-		return c
-	}
-	return &MemFS{root: clone(m.root)}
-}
+func (m *MemFS) CrashClone() *MemFS { return m.clone(true) }
 
 // Clone returns a deep copy of m's current state, as a process crash
 // leaves it (the page cache survives): every current entry and every
 // file's current contents. Durable state is copied too.
-func (m *MemFS) Clone() *MemFS {
+func (m *MemFS) Clone() *MemFS { return m.clone(false) }
+
+// clone copies the tree, keeping files shared by several names shared.
+// With durableOnly, what is not durable is left out and the copy's
+// current state is the durable one.
+func (m *MemFS) clone(durableOnly bool) *MemFS {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	seen := map[*inode]*inode{}
@@ -282,15 +264,21 @@ func (m *MemFS) Clone() *MemFS {
 			return c
 		}
 		c := &inode{isDir: n.isDir, data: slices.Clone(n.data), durable: slices.Clone(n.durable)}
+		if durableOnly {
+			c.data = slices.Clone(n.durable)
+		}
 		seen[n] = c
 		if n.isDir {
-			c.entries = map[string]*inode{}
-			c.durableEntries = map[string]*inode{}
-			for k, v := range n.entries {
-				c.entries[k] = clone(v)
-			}
+			c.entries, c.durableEntries = map[string]*inode{}, map[string]*inode{}
 			for k, v := range n.durableEntries {
 				c.durableEntries[k] = clone(v)
+			}
+			if durableOnly {
+				c.entries = maps.Clone(c.durableEntries)
+			} else {
+				for k, v := range n.entries {
+					c.entries[k] = clone(v)
+				}
 			}
 		}
 		return c
