@@ -140,7 +140,7 @@ The directory may come before or after the command: "kv data dump" and
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	pf := root.PersistentFlags()
 	pf.StringVar(&g.segmentSize, "segment-size", "", "seal a log segment past this size (bytes, or with KiB/MiB/GiB; default 64MiB)")
-	pf.StringVar(&g.checkpointBytes, "checkpoint-bytes", "", "checkpoint after this much log since the last snapshot (default 64MiB)")
+	pf.StringVar(&g.checkpointBytes, "checkpoint-bytes", "", "checkpoint after this much log since the last snapshot (default 64MiB; never: only on demand)")
 	pf.StringVar(&g.sync, "sync", "always", "when writes are acknowledged: always (after fdatasync), interval, never")
 	pf.StringVar(&g.bug, "bug", "", "switch on a deliberate bug variant, for the crash tests")
 	pf.MarkHidden("bug")
@@ -148,6 +148,7 @@ The directory may come before or after the command: "kv data dump" and
 		newDumpCmd(g), newGetCmd(g), newPutCmd(g), newDelCmd(g), newAddCmd(g), newScanCmd(g),
 		newLoadCmd(g), newCheckCmd(g), newLogCmd(g), newStatCmd(g), newCheckpointCmd(g),
 		newRepairCmd(g), newDemoCmd(g), newCrashsimCmd(g),
+		newKilltestCmd(g),
 	)
 	return root
 }
@@ -249,7 +250,9 @@ func (g *globalOpts) storeOptions(readOnly bool) (*kv.Options, error) {
 	if o.SegmentSize, err = parseSize("segment-size", g.segmentSize); err != nil {
 		return nil, err
 	}
-	if o.CheckpointBytes, err = parseSize("checkpoint-bytes", g.checkpointBytes); err != nil {
+	if g.checkpointBytes == "never" {
+		o.CheckpointBytes = -1
+	} else if o.CheckpointBytes, err = parseSize("checkpoint-bytes", g.checkpointBytes); err != nil {
 		return nil, err
 	}
 	switch g.sync {

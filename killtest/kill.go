@@ -1,0 +1,268 @@
+package killtest
+
+// The kill driver: real kv processes, real kernel, SIGKILL.
+//
+// KillRecovery kills a recovery (kv DIR dump) at a random moment and
+// checks that a second recovery gives the map of a recovery without a
+// crash, as in the article. KillWrites kills a writer (kv DIR load --ack)
+// and, optionally, the recoveries after it, and checks that the map holds
+// every acknowledged operation, applied once, in order. Both report in
+// the article's table form. A process crash cannot lose what the page
+// cache holds, so the driver cannot see a missing fsync (the simulator
+// can); what it checks is the real binary under real timing.
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+)
+
+// KillOutcome is one row of the report: what the run after the kill
+// found, and how many runs found it with the first process killed or
+// finished.
+type KillOutcome struct {
+	// Desc words the outcome: "same map as a recovery without crash",
+	// "different map: c=110 instead of 55, d=14 instead of 7", ...
+	Desc string
+	// Bad is set for every outcome but the expected one.
+	Bad bool
+	// Killed and Finished count the runs whose first process was killed
+	// by SIGKILL and that ended by itself before the signal.
+	Killed, Finished int
+}
+
+// KillFailure is a run with a bad outcome, kept for a look.
+type KillFailure struct {
+	// Run numbers the run from 1.
+	Run int
+	// Delay is when SIGKILL was sent after the start of the process (for
+	// a writes run killed at an acknowledgement, the time it took).
+	Delay time.Duration
+	// How says what was killed when, and whether the signal found it
+	// still running: "recovery SIGKILLed after 3.1 ms, killed".
+	How string
+	// Killed is set when the signal ended the process.
+	Killed bool
+	// Outcome is the row the run counts in.
+	Outcome string
+	// Dir is the run's directory, and Holds what it holds: the data
+	// directories the run started from, that the kill left, and that
+	// the recovery after it made, and the operations of a writes run.
+	Dir   string
+	Holds []string
+	// Detail is the evidence: a go-cmp diff of the maps (-want +got),
+	// or the error.
+	Detail string
+}
+
+// KillResult is what a kill-driver run found.
+type KillResult struct {
+	// Mode is "recovery" or "writes".
+	Mode string
+	// Seed replays the run's random choices (--seed).
+	Seed uint64
+	// Planned is the number of runs asked for; Runs the number done (fewer
+	// when stopped early).
+	Planned, Runs int
+	// MinDelay and MaxDelay bound the random delay before SIGKILL.
+	MinDelay, MaxDelay time.Duration
+	// Bug is the bug variant the processes ran with, "" for none.
+	Bug string
+	// Ops is the number of operations of the workload; Segments the log
+	// segments of the prepared directory (recovery mode).
+	Ops, Segments int
+	// Chain is the number of recoveries killed after each writer
+	// (writes mode).
+	Chain int
+	// Clean is how long a run without a kill takes here: a recovery
+	// (recovery mode) or a load of every operation (writes mode).
+	Clean time.Duration
+	// Killed and Finished count the runs whose first process the signal
+	// ended and that had exited before it.
+	Killed, Finished int
+	// Changed counts the killed runs whose directory the killed process
+	// had already changed: the kill landed in the middle of the work, not
+	// during the start-up of the process.
+	Changed int
+	// Landed counts the killed runs by the files the kill left, as in
+	// "log.000001 log.000002 snapshot" (recovery mode).
+	Landed map[string]int
+	// ChainKilled and ChainRuns count the recoveries of the chain that
+	// were killed, and all of them (writes mode).
+	ChainKilled, ChainRuns int
+	// Acked sums the acknowledged operations over the runs, and
+	// Unacked the operations applied past the last acknowledgement
+	// (writes mode).
+	Acked, Unacked int
+	// Outcomes are the report's rows, the expected outcome first, then in
+	// order of first appearance.
+	Outcomes []*KillOutcome
+	// Failures lists the runs with a bad outcome.
+	Failures []KillFailure
+	// Dir is the work directory when it was kept (failures or Keep), ""
+	// when it was removed.
+	Dir string
+	// Interrupted is set when the context ended the runs early.
+	Interrupted bool
+	// Stopped is set when the runs stopped at StopAfterBad.
+	Stopped bool
+}
+
+// Bad counts the runs with a bad outcome.
+func (r *KillResult) Bad() int {
+	n := 0
+	for _, o := range r.Outcomes {
+		if o.Bad {
+			n += o.Killed + o.Finished
+		}
+	}
+	return n
+}
+
+// OK reports whether the runs had the expected outcome: none bad, or,
+// with expectBad (for a bug variant), at least one bad.
+func (r *KillResult) OK(expectBad bool) bool {
+	if expectBad {
+		return r.Bad() > 0
+	}
+	return r.Bad() == 0 && !r.Interrupted && r.Runs > 0
+}
+
+// KillShare is the share of runs whose first process the signal ended.
+func (r *KillResult) KillShare() float64 {
+	if r.Runs == 0 {
+		return 0
+	}
+	return float64(r.Killed) / float64(r.Runs)
+}
+
+// outcome returns the row desc, adding it if new.
+func (r *KillResult) outcome(desc string, bad bool) *KillOutcome {
+	for _, o := range r.Outcomes {
+		if o.Desc == desc {
+			return o
+		}
+	}
+	o := &KillOutcome{Desc: desc, Bad: bad}
+	r.Outcomes = append(r.Outcomes, o)
+	return o
+}
+
+func (r *KillResult) count(desc string, bad, killed bool) {
+	o := r.outcome(desc, bad)
+	if killed {
+		o.Killed++
+		r.Killed++
+	} else {
+		o.Finished++
+		r.Finished++
+	}
+	r.Runs++
+}
+
+// WriteTable prints the article's table:
+//
+//	500 runs, SIGKILL after a random delay between 0 and 5 ms
+//	killed finished outcome
+//	   404       96 same map as a recovery without crash
+func (r *KillResult) WriteTable(w io.Writer) {
+	fmt.Fprintln(w, r.header())
+	fmt.Fprintln(w, "killed finished outcome")
+	for _, o := range r.Outcomes {
+		if o.Killed+o.Finished == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "%6d %8d %s\n", o.Killed, o.Finished, o.Desc)
+	}
+}
+
+func (r *KillResult) header() string {
+	delay := fmt.Sprintf("a random delay between %s and %s ms", killMs(r.MinDelay), killMs(r.MaxDelay))
+	if r.Mode == "writes" {
+		s := fmt.Sprintf("%d runs of %d operations, SIGKILL of the writer after %s or at a random ack", r.Runs, r.Ops, delay)
+		if r.Chain > 0 {
+			s += fmt.Sprintf(", then of %d recover%s", r.Chain, map[bool]string{true: "y", false: "ies"}[r.Chain == 1])
+		}
+		return s
+	}
+	return fmt.Sprintf("%d runs, SIGKILL after %s", r.Runs, delay)
+}
+
+// killState words whether SIGKILL ended a process.
+func killState(killed bool) string {
+	if killed {
+		return "killed"
+	}
+	return "had finished"
+}
+
+// WriteReport prints the table, where the kills landed, the failures
+// with their directories and diffs, and a plain warning when too few
+// runs were killed to prove much.
+func (r *KillResult) WriteReport(w io.Writer) {
+	r.WriteTable(w)
+	if r.Runs == 0 {
+		return
+	}
+	what := "recovery"
+	if r.Mode == "writes" {
+		what = "writer"
+	}
+	fmt.Fprintf(w, "%d of %d kills landed while the %s was still working (%.0f%%)", r.Killed, r.Runs, what, 100*r.KillShare())
+	if r.Killed > 0 {
+		fmt.Fprintf(w, "; %d of them after it had changed the directory", r.Changed)
+	}
+	fmt.Fprintln(w)
+	if len(r.Landed) > 0 {
+		fmt.Fprintln(w, "files the killed recoveries left:")
+		keys := make([]string, 0, len(r.Landed))
+		for k := range r.Landed {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		slices.SortStableFunc(keys, func(a, b string) int { return r.Landed[b] - r.Landed[a] })
+		for _, k := range keys {
+			fmt.Fprintf(w, "%6d %s\n", r.Landed[k], k)
+		}
+	}
+	if r.Mode == "writes" && r.Runs > 0 {
+		fmt.Fprintf(w, "acknowledged operations per run: %.0f on average; applied past the last ack: %.1f on average\n",
+			float64(r.Acked)/float64(r.Runs), float64(r.Unacked)/float64(r.Runs))
+		if r.ChainRuns > 0 {
+			fmt.Fprintf(w, "recoveries in the chains: %d, of which %d killed\n", r.ChainRuns, r.ChainKilled)
+		}
+	}
+	switch {
+	case 3*r.Killed < r.Runs:
+		fmt.Fprintf(w, "WARNING: only %d of %d runs were killed before the %s finished, so most runs tested nothing: lower --max-delay, or leave it out to size the delays from this machine\n",
+			r.Killed, r.Runs, what)
+	case 4*r.Changed < r.Runs:
+		fmt.Fprintf(w, "WARNING: only %d of %d kills landed after the %s had changed the directory; the others hit the start-up of the process, which tests little: leave --max-delay out to size the delays from this machine\n",
+			r.Changed, r.Runs, what)
+	}
+	const most = 5
+	for i, f := range r.Failures {
+		if i == most {
+			fmt.Fprintf(w, "... and %d more failing runs under %s\n", len(r.Failures)-most, r.Dir)
+			break
+		}
+		fmt.Fprintf(w, "run %d: %s: %s\n", f.Run, f.How, f.Outcome)
+		if f.Dir != "" {
+			fmt.Fprintf(w, "  kept in %s (%s)\n", f.Dir, strings.Join(f.Holds, ", "))
+		}
+		if f.Detail != "" {
+			fmt.Fprintf(w, "  %s\n", strings.ReplaceAll(strings.TrimRight(f.Detail, "\n"), "\n", "\n  "))
+		}
+	}
+	switch {
+	case r.Interrupted:
+		fmt.Fprintf(w, "interrupted after %d of %d runs\n", r.Runs, r.Planned)
+	case r.Stopped:
+		fmt.Fprintf(w, "stopped after %d of %d runs, at bad outcome %d\n", r.Runs, r.Planned, r.Bad())
+	}
+	if r.Dir != "" {
+		fmt.Fprintf(w, "work directory kept: %s\n", r.Dir)
+	}
+}

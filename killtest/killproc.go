@@ -1,0 +1,399 @@
+package killtest
+
+// The kill driver's process and directory helpers: start a real kv
+// process, SIGKILL it, copy and fingerprint data directories, read a dump.
+// The driver is a test tool, so unlike the library it uses os and os/exec
+// directly: the files it copies are the store's, but it never interprets
+// them.
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// killLockName is the store's lock file, which every process that opens
+// the directory rewrites with its pid: it says nothing about the data.
+const killLockName = "LOCK"
+
+// killProc is one run of the kv binary.
+type killProc struct {
+	cmd    *exec.Cmd
+	stdout bytes.Buffer
+	stderr bytes.Buffer
+	done   chan error
+	start  time.Time
+}
+
+// killCommand prepares "kv [--bug B] [flags] args...". The caller may set
+// Stdin or Stdout before killStart.
+func killCommand(ctx context.Context, binary, bug string, args ...string) *exec.Cmd {
+	var a []string
+	if bug != "" {
+		a = append(a, "--bug", bug)
+	}
+	a = append(a, args...)
+	cmd := exec.CommandContext(ctx, binary, a...)
+	// A process group of its own, so that a ^C on the terminal reaches
+	// only the driver, which stops (the context kills the child): a child
+	// that died of SIGINT would pass for a failed recovery.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	return cmd
+}
+
+// killStart starts cmd, collecting stdout (unless the caller set it) and
+// stderr.
+func killStart(cmd *exec.Cmd) (*killProc, error) {
+	p := &killProc{cmd: cmd, done: make(chan error, 1)}
+	if cmd.Stdout == nil {
+		cmd.Stdout = &p.stdout
+	}
+	cmd.Stderr = &p.stderr
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	p.start = time.Now()
+	go func() { p.done <- cmd.Wait() }()
+	return p, nil
+}
+
+// kill sends SIGKILL. It is harmless when the process already exited.
+func (p *killProc) kill() {
+	p.cmd.Process.Signal(syscall.SIGKILL)
+}
+
+// wait waits for the process and reports whether SIGKILL ended it, and
+// how long it lived. A non-nil error is the process's failure (a non-zero
+// exit), with its stderr.
+func (p *killProc) wait() (killed bool, lived time.Duration, err error) {
+	err = <-p.done
+	lived = time.Since(p.start)
+	if ws, ok := p.cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
+		return true, lived, nil
+	}
+	if err != nil {
+		return false, lived, killProcError(err, p.stderr.String())
+	}
+	return false, lived, nil
+}
+
+// killAfter waits up to delay for the process to end by itself and
+// SIGKILLs it otherwise. killed says which happened; the wait status, not
+// the timer, decides, so that a process that exited just before the
+// signal counts as finished.
+func (p *killProc) killAfter(delay time.Duration) (killed bool, lived time.Duration, err error) {
+	t := time.NewTimer(delay)
+	defer t.Stop()
+	select {
+	case err := <-p.done:
+		p.done <- err
+	case <-t.C:
+		p.kill()
+	}
+	return p.wait()
+}
+
+// killProcError words a failed process: its stderr's first line, or the
+// exit status.
+func killProcError(err error, stderr string) error {
+	msg := strings.TrimSpace(stderr)
+	if i := strings.IndexByte(msg, '\n'); i >= 0 {
+		msg = msg[:i]
+	}
+	if msg == "" {
+		return err
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return errors.New(msg)
+	}
+	return fmt.Errorf("%s: %w", msg, err)
+}
+
+// killRun runs cmd to the end and returns its stdout.
+func killRun(cmd *exec.Cmd) (string, time.Duration, error) {
+	p, err := killStart(cmd)
+	if err != nil {
+		return "", 0, err
+	}
+	_, lived, err := p.wait()
+	return p.stdout.String(), lived, err
+}
+
+// killRunWatched runs cmd to the end, as killRun does, and also returns
+// when, after the start, it first changed dir (0 if it did not, or if
+// the watch could not be set up).
+func killRunWatched(cmd *exec.Cmd, dir string) (string, time.Duration, time.Duration, error) {
+	w, werr := killWatchDir(dir)
+	p, err := killStart(cmd)
+	if err != nil {
+		if werr == nil {
+			w.stop()
+		}
+		return "", 0, 0, err
+	}
+	_, lived, err := p.wait()
+	var wrote time.Duration
+	if werr == nil {
+		if t := w.stop(); !t.IsZero() {
+			wrote = t.Sub(p.start)
+		}
+	}
+	return p.stdout.String(), lived, wrote, err
+}
+
+// killCopyDir copies the regular files of src into dst, which it creates.
+// A data directory is flat: subdirectories are an error.
+func killCopyDir(src, dst string) error {
+	ents, err := os.ReadDir(src)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return err
+	}
+	for _, e := range ents {
+		if !e.Type().IsRegular() {
+			return fmt.Errorf("killtest: %s: not a regular file", filepath.Join(src, e.Name()))
+		}
+		if err := killCopyFile(filepath.Join(src, e.Name()), filepath.Join(dst, e.Name())); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func killCopyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// killTree is a data directory's files by name, as content hashes, without
+// the lock file.
+type killTree map[string][sha256.Size]byte
+
+func killReadTree(dir string) (killTree, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	t := killTree{}
+	for _, e := range ents {
+		if e.Name() == killLockName || !e.Type().IsRegular() {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			return nil, err
+		}
+		t[e.Name()] = sha256.Sum256(b)
+	}
+	return t, nil
+}
+
+func (t killTree) equal(u killTree) bool {
+	if len(t) != len(u) {
+		return false
+	}
+	for n, h := range t {
+		if g, ok := u[n]; !ok || g != h {
+			return false
+		}
+	}
+	return true
+}
+
+// names lists the files, with runs of consecutive log segments shortened
+// to "log.000001-log.000042".
+func (t killTree) names() string {
+	var segs []int
+	var other []string
+	for n := range t {
+		if num, ok := strings.CutPrefix(n, "log."); ok && len(num) == 6 {
+			if v, err := strconv.Atoi(num); err == nil {
+				segs = append(segs, v)
+				continue
+			}
+		}
+		other = append(other, n)
+	}
+	slices.Sort(segs)
+	slices.Sort(other)
+	var out []string
+	for i := 0; i < len(segs); {
+		j := i
+		for j+1 < len(segs) && segs[j+1] == segs[j]+1 {
+			j++
+		}
+		if j-i >= 2 {
+			out = append(out, fmt.Sprintf("log.%06d-log.%06d", segs[i], segs[j]))
+		} else {
+			for k := i; k <= j; k++ {
+				out = append(out, fmt.Sprintf("log.%06d", segs[k]))
+			}
+		}
+		i = j + 1
+	}
+	out = append(out, other...)
+	if len(out) == 0 {
+		return "(no files)"
+	}
+	return strings.Join(out, " ")
+}
+
+// killParseDump reads the key=value lines of kv dump. A key or value that
+// the CLI printed Go-quoted (because it holds '=', a newline or bytes that
+// are not printable) is unquoted.
+func killParseDump(out string) (map[string]string, error) {
+	m := map[string]string{}
+	for _, line := range strings.Split(out, "\n") {
+		if line == "" {
+			continue
+		}
+		var k, v string
+		if strings.HasPrefix(line, `"`) {
+			q, err := strconv.QuotedPrefix(line)
+			if err != nil {
+				return nil, fmt.Errorf("killtest: dump line %q: bad quoted key", line)
+			}
+			k, _ = strconv.Unquote(q)
+			rest, ok := strings.CutPrefix(line[len(q):], "=")
+			if !ok {
+				return nil, fmt.Errorf("killtest: dump line %q: no '=' after the key", line)
+			}
+			v = rest
+		} else {
+			var ok bool
+			k, v, ok = strings.Cut(line, "=")
+			if !ok {
+				return nil, fmt.Errorf("killtest: dump line %q: no '='", line)
+			}
+		}
+		if strings.HasPrefix(v, `"`) {
+			u, err := strconv.Unquote(v)
+			if err != nil {
+				return nil, fmt.Errorf("killtest: dump line %q: bad quoted value", line)
+			}
+			v = u
+		}
+		m[k] = v
+	}
+	return m, nil
+}
+
+// killDescribe words how got differs from want, key by key in key order,
+// as the article does: "c=110 instead of 55, d=14 instead of 7". A key
+// that should be there and is not, or that should not be there and is,
+// gets its own words. Long values are shortened and a long list is cut.
+func killDescribe(want, got map[string]string) string {
+	keys := make([]string, 0, len(want)+len(got))
+	for k := range want {
+		keys = append(keys, k)
+	}
+	for k := range got {
+		if _, ok := want[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	const most = 8
+	var parts []string
+	n := 0
+	for _, k := range keys {
+		w, wok := want[k]
+		g, gok := got[k]
+		var part string
+		switch {
+		case wok && gok && w != g:
+			part = fmt.Sprintf("%s=%s instead of %s", killShort(k), killShort(g), killShort(w))
+		case wok && !gok:
+			part = fmt.Sprintf("%s missing (want %s)", killShort(k), killShort(w))
+		case !wok && gok:
+			part = fmt.Sprintf("%s=%s should not exist", killShort(k), killShort(g))
+		default:
+			continue
+		}
+		n++
+		if n <= most {
+			parts = append(parts, part)
+		}
+	}
+	if n == 0 {
+		return "same map"
+	}
+	if n > most {
+		parts = append(parts, fmt.Sprintf("and %d more keys", n-most))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// killShort shortens a key or value for a one-line description.
+func killShort(s string) string {
+	const most = 24
+	q := s
+	if strings.ContainsAny(s, "=, \n") || !strconv.CanBackquote(s) {
+		q = strconv.Quote(s)
+	}
+	if len(q) > most {
+		return q[:most-3] + "..."
+	}
+	return q
+}
+
+// killMapLine prints a map on one line, keys sorted, values shortened.
+func killMapLine(m map[string]string) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = killShort(k) + "=" + killShort(m[k])
+	}
+	return strings.Join(parts, " ")
+}
+
+// killScrub replaces the run's directory in an error message by DIR, so
+// that the same failure in different runs reads the same.
+func killScrub(msg string, dirs ...string) string {
+	for _, d := range dirs {
+		if d != "" {
+			msg = strings.ReplaceAll(msg, d, "DIR")
+		}
+	}
+	return msg
+}
+
+// killMs formats a duration in milliseconds as the report's header does:
+// "5", "0.5", "41".
+func killMs(d time.Duration) string {
+	ms := float64(d) / float64(time.Millisecond)
+	if ms >= 10 {
+		return strconv.FormatFloat(float64(int64(ms*10+0.5))/10, 'f', -1, 64)
+	}
+	return strconv.FormatFloat(float64(int64(ms*100+0.5))/100, 'f', -1, 64)
+}

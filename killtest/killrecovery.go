@@ -1,0 +1,454 @@
+package killtest
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// KillProgress is the state of a kill-driver run, reported after every
+// run.
+type KillProgress struct {
+	Done, Total int
+	Killed, Bad int
+}
+
+// KillRecoveryOptions configure KillRecovery. Only Binary is required;
+// the zero value of every other field is the article's setting or sized
+// from this machine.
+type KillRecoveryOptions struct {
+	// Binary is the path of the kv binary to run.
+	Binary string
+	// Runs is the number of kills; 0 means 500.
+	Runs int
+	// Ops is the size of the workload, at least 17; 0 means the article's
+	// 17 operations (add c 1 ... add c 10, put k1 v1 ... put k5 v5,
+	// del k3, add d 7) in one segment. More operations come first, as
+	// pairs of an add and a 1 KiB put that fill a segment each, so that
+	// the article's operations stay together in the last segment and the
+	// recovery has that many more segments to read and delete.
+	Ops int
+	// MinDelay and MaxDelay bound the random delay between the start of
+	// the recovery and SIGKILL. With MaxDelay 0 the window is sized from
+	// this machine and follows its load: from 0.8 times the time at which
+	// recent complete recoveries started to change the directory (unless
+	// MinDelay is given) to a tenth past their time to the end, so that
+	// most runs are killed, many of them while recovery writes. (The
+	// article's machine: 404 of 500 killed with 0 to 5 ms; here the
+	// start-up of the Go binary alone can take more than 20 ms.)
+	MinDelay, MaxDelay time.Duration
+	// Bug is the bug variant that both recoveries of every run use.
+	Bug string
+	// Seed replays the random choices of an earlier run (where in its
+	// window each delay falls); 0 picks one.
+	Seed uint64
+	// Dir is where the work directory is made; "" means os.TempDir.
+	Dir string
+	// Keep keeps the work directory (the prepared directory and every
+	// run's) even when every run went well.
+	Keep bool
+	// StopAfterBad stops after this many bad outcomes; 0 runs them all.
+	StopAfterBad int
+	// Progress, when set, is called after every run; Note with each line
+	// worth showing before the report (the seed, the prepared directory).
+	Progress func(KillProgress)
+	Note     func(string)
+}
+
+// killArticleOps is the article's workload: the correct map is c=55, d=7,
+// k1, k2, k4 and k5.
+func killArticleOps() []string {
+	var ops []string
+	for i := 1; i <= 10; i++ {
+		ops = append(ops, fmt.Sprintf("add c %d", i))
+	}
+	for i := 1; i <= 5; i++ {
+		ops = append(ops, fmt.Sprintf("put k%d v%d", i, i))
+	}
+	return append(ops, "del k3", "add d 7")
+}
+
+// killPadValue is the size of a filler put: one fills a killPadSegment.
+const (
+	killPadValue   = 1024
+	killPadSegment = 1024
+)
+
+// killRecoveryOps is the workload of n operations: fillers, then the
+// article's 17.
+func killRecoveryOps(n int) []string {
+	var ops []string
+	for i := 0; i < n-17; i++ {
+		if i%2 == 0 {
+			ops = append(ops, fmt.Sprintf("add e%d %d", i/2%4, i/2+1))
+		} else {
+			ops = append(ops, "put pad "+strings.Repeat(string(rune('a'+i/2%26)), killPadValue))
+		}
+	}
+	return append(ops, killArticleOps()...)
+}
+
+// killModel applies "put K V", "del K" and "add K N" lines to m.
+func killModel(m map[string]string, line string) {
+	f := strings.Fields(line)
+	switch f[0] {
+	case "put":
+		m[f[1]] = f[2]
+	case "del":
+		delete(m, f[1])
+	case "add":
+		old, _ := strconv.ParseInt(m[f[1]], 10, 64)
+		d, _ := strconv.ParseInt(f[2], 10, 64)
+		m[f[1]] = strconv.FormatInt(old+d, 10)
+	}
+}
+
+// killLoad writes ops into the new directory dir with "kv DIR load --ack",
+// one at a time: each is written only after the previous one was
+// acknowledged, so that each is its own group commit and its own record
+// append, and segments rotate where the sizes say, not where the group
+// commit happened to cut.
+func killLoad(ctx context.Context, binary string, dir string, ops []string, flags ...string) error {
+	args := append(append([]string{}, flags...), dir, "load", "--ack")
+	cmd := killCommand(ctx, binary, "", args...)
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	sc := bufio.NewScanner(out)
+	var ferr error
+	for i, op := range ops {
+		if _, err := io.WriteString(in, op+"\n"); err != nil {
+			ferr = err
+			break
+		}
+		if !sc.Scan() {
+			ferr = fmt.Errorf("no ack for operation %d", i+1)
+			break
+		}
+		if want := fmt.Sprintf("ack %d", i+1); sc.Text() != want {
+			ferr = fmt.Errorf("got %q, want %q", sc.Text(), want)
+			break
+		}
+	}
+	in.Close()
+	io.Copy(io.Discard, out)
+	if err := cmd.Wait(); err != nil {
+		return fmt.Errorf("killtest: preparing %s: %w", dir, killProcError(err, stderr.String()))
+	}
+	if ferr != nil {
+		return fmt.Errorf("killtest: preparing %s: %w", dir, ferr)
+	}
+	return nil
+}
+
+// killSegments reads the record count of each segment of dir with
+// "kv DIR stat --json".
+func killSegments(ctx context.Context, binary, dir string) ([]int, error) {
+	out, _, err := killRun(killCommand(ctx, binary, "", dir, "stat", "--json"))
+	if err != nil {
+		return nil, err
+	}
+	var st struct {
+		Snapshot *json.RawMessage `json:"snapshot"`
+		Segments []struct {
+			Records int `json:"records"`
+		} `json:"segments"`
+	}
+	if err := json.Unmarshal([]byte(out), &st); err != nil {
+		return nil, fmt.Errorf("killtest: kv stat --json: %w", err)
+	}
+	if st.Snapshot != nil {
+		return nil, fmt.Errorf("killtest: %s has a snapshot; the workload needs a log to replay", dir)
+	}
+	recs := make([]int, len(st.Segments))
+	for i, s := range st.Segments {
+		recs[i] = s.Records
+	}
+	return recs, nil
+}
+
+// killWorkDir makes the work directory.
+func killWorkDir(parent string) (string, error) {
+	if parent != "" {
+		if err := os.MkdirAll(parent, 0o755); err != nil {
+			return "", err
+		}
+	}
+	return os.MkdirTemp(parent, "kv-killtest-")
+}
+
+func killSeed(seed uint64) uint64 {
+	for seed == 0 {
+		seed = rand.Uint64() >> 11 // short enough to type
+	}
+	return seed
+}
+
+// killCeilMs rounds d up to a whole millisecond.
+func killCeilMs(d time.Duration) time.Duration {
+	return (d + time.Millisecond - 1).Truncate(time.Millisecond)
+}
+
+// killMedian is the median of ds.
+func killMedian(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// KillRecovery kills recoveries, as the article does. It prepares a data
+// directory holding the workload in log segments and no snapshot, and
+// finds the map of a recovery without a crash (kv DIR dump on a copy).
+// Then, for each run, it copies the prepared directory, starts
+// "kv COPY dump", sends SIGKILL after a random delay, notes whether the
+// signal ended it or it had already finished, runs "kv COPY dump" again
+// and compares its map with the expected one.
+//
+// The error is for a driver that could not do its job (no binary, a
+// preparation that failed); what the runs found is in the result.
+func KillRecovery(ctx context.Context, o KillRecoveryOptions) (*KillResult, error) {
+	if o.Binary == "" {
+		return nil, errors.New("killtest: no kv binary given")
+	}
+	runs, ops := o.Runs, o.Ops
+	if runs <= 0 {
+		runs = 500
+	}
+	if ops == 0 {
+		ops = 17
+	}
+	if ops < 17 {
+		return nil, fmt.Errorf("killtest: --ops %d: the workload holds at least the article's 17 operations", ops)
+	}
+	if o.MaxDelay < 0 || o.MinDelay < 0 || (o.MaxDelay > 0 && o.MinDelay > o.MaxDelay) {
+		return nil, fmt.Errorf("killtest: delays between %v and %v: want 0 <= min <= max", o.MinDelay, o.MaxDelay)
+	}
+	note := o.Note
+	if note == nil {
+		note = func(string) {}
+	}
+	r := &KillResult{Mode: "recovery", Seed: killSeed(o.Seed), Planned: runs, Bug: o.Bug, Ops: ops, Landed: map[string]int{}}
+	note(fmt.Sprintf("seed %d (replay with --seed %d)", r.Seed, r.Seed))
+
+	root, err := killWorkDir(o.Dir)
+	if err != nil {
+		return nil, err
+	}
+	keepRoot := o.Keep
+	defer func() {
+		if keepRoot {
+			r.Dir = root
+		} else {
+			os.RemoveAll(root)
+		}
+	}()
+
+	// The prepared directory: the workload, every operation in its own
+	// group commit, no checkpoint (the CLI cannot say "never", so a
+	// threshold far above the workload's size).
+	prep := filepath.Join(root, "prepared")
+	workload := killRecoveryOps(ops)
+	flags := []string{"--checkpoint-bytes", "1GiB"}
+	if ops > 17 {
+		flags = append(flags, "--segment-size", strconv.Itoa(killPadSegment))
+	}
+	if err := killLoad(ctx, o.Binary, prep, workload, flags...); err != nil {
+		return nil, err
+	}
+	segs, err := killSegments(ctx, o.Binary, prep)
+	if err != nil {
+		return nil, err
+	}
+	if len(segs) == 0 || segs[len(segs)-1] < 17 {
+		return nil, fmt.Errorf("killtest: the prepared directory's last segment should hold the article's 17 operations; records per segment: %v", segs)
+	}
+	r.Segments = len(segs)
+	prepTree, err := killReadTree(prep)
+	if err != nil {
+		return nil, err
+	}
+	model := map[string]string{}
+	for _, op := range workload {
+		killModel(model, op)
+	}
+
+	// The map of a recovery without a crash, and how long one takes
+	// here: three recoveries of copies, with the correct store. The
+	// window of the delays (see killWindow) learns from these, and from
+	// every complete recovery of the runs.
+	win := &killWindow{given: o.MaxDelay > 0, lo: o.MinDelay, hi: o.MaxDelay, over: 1.1}
+	var want map[string]string
+	var times, writes []time.Duration
+	for i := range 3 {
+		c := filepath.Join(root, fmt.Sprintf("clean-%d", i))
+		if err := killCopyDir(prep, c); err != nil {
+			return nil, err
+		}
+		out, lived, wrote, err := killRunWatched(killCommand(ctx, o.Binary, "", c, "dump"), c)
+		if err != nil {
+			return nil, fmt.Errorf("killtest: a recovery without a crash failed: %w", err)
+		}
+		win.add(lived, wrote)
+		if wrote > 0 {
+			writes = append(writes, wrote)
+		}
+		got, err := killParseDump(out)
+		if err != nil {
+			return nil, err
+		}
+		if d := cmp.Diff(model, got); d != "" {
+			return nil, fmt.Errorf("killtest: a recovery without a crash does not give the workload's map (-want +got):\n%s", d)
+		}
+		want = got
+		times = append(times, lived)
+		os.RemoveAll(c)
+	}
+	r.Clean = killMedian(times)
+
+	wrote := ""
+	if len(writes) > 0 {
+		wrote = fmt.Sprintf(" (it starts changing the directory after %s ms)", killMs(killMedian(writes)))
+	}
+	note(fmt.Sprintf("prepared %s: %d operations in %d segment(s), no snapshot; a recovery without a crash takes %s ms here%s and gives %s",
+		prep, ops, len(segs), killMs(r.Clean), wrote, killMapLine(want)))
+
+	good := "same map as a recovery without crash"
+	r.outcome(good, false)
+	for i := 1; i <= runs; i++ {
+		if ctx.Err() != nil {
+			r.Interrupted = true
+			break
+		}
+		rng := rand.New(rand.NewPCG(r.Seed, uint64(i)))
+		lo, hi := win.bounds()
+		if i == 1 || lo < r.MinDelay {
+			r.MinDelay = lo
+		}
+		r.MaxDelay = max(r.MaxDelay, hi)
+		delay := win.draw(rng)
+		f, err := killRecoveryRun(ctx, o, root, prep, prepTree, want, i, delay, win, r)
+		if err != nil {
+			if ctx.Err() != nil {
+				r.Interrupted = true
+				break
+			}
+			return r, err
+		}
+		if f != nil {
+			keepRoot = true
+			r.Failures = append(r.Failures, *f)
+		}
+		if o.Progress != nil {
+			o.Progress(KillProgress{Done: r.Runs, Total: runs, Killed: r.Killed, Bad: r.Bad()})
+		}
+		if o.StopAfterBad > 0 && r.Bad() >= o.StopAfterBad {
+			r.Stopped = r.Runs < runs
+			break
+		}
+	}
+	return r, nil
+}
+
+// killRecoveryRun is one run: copy, recover, kill, recover again, compare.
+// It returns the failure when the outcome is bad, and adds the
+// recoveries that ran to the end to win.
+func killRecoveryRun(ctx context.Context, o KillRecoveryOptions, root, prep string, prepTree killTree,
+	want map[string]string, run int, delay time.Duration, win *killWindow, r *KillResult) (*KillFailure, error) {
+	runDir := filepath.Join(root, fmt.Sprintf("run-%04d", run))
+	data := filepath.Join(runDir, "after-kill")
+	if err := killCopyDir(prep, data); err != nil {
+		return nil, err
+	}
+	p, err := killStart(killCommand(ctx, o.Binary, o.Bug, data, "dump"))
+	if err != nil {
+		return nil, err
+	}
+	killed, firstLived, firstErr := p.killAfter(delay)
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	if !killed && firstErr == nil {
+		win.add(firstLived, 0)
+	}
+	// Keep what the kill left; the second recovery runs on a copy.
+	tree, err := killReadTree(data)
+	if err != nil {
+		return nil, err
+	}
+	if killed {
+		if !tree.equal(prepTree) {
+			r.Changed++
+		}
+		r.Landed[tree.names()]++
+	}
+	again := filepath.Join(runDir, "after-recovery")
+	if err := killCopyDir(data, again); err != nil {
+		return nil, err
+	}
+
+	desc, bad, detail := "same map as a recovery without crash", false, ""
+	var firstMap map[string]string
+	if firstErr == nil && !killed {
+		firstMap, firstErr = killParseDump(p.stdout.String())
+	}
+	switch {
+	case firstErr != nil:
+		desc, bad, detail = "first recovery failed: "+killScrub(firstErr.Error(), data), true, firstErr.Error()
+	case firstMap != nil && !cmp.Equal(want, firstMap):
+		desc, bad = "first recovery (not killed) gave a different map: "+killDescribe(want, firstMap), true
+		detail = "diff (-want +got):\n" + cmp.Diff(want, firstMap)
+	default:
+		out, lived, wrote, err := killRunWatched(killCommand(ctx, o.Binary, o.Bug, again, "dump"), again)
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		var got map[string]string
+		if err == nil {
+			win.add(lived, wrote)
+			got, err = killParseDump(out)
+		}
+		switch {
+		case err != nil:
+			desc, bad, detail = "second recovery failed: "+killScrub(err.Error(), again), true, err.Error()
+		case !cmp.Equal(want, got):
+			desc, bad = "different map: "+killDescribe(want, got), true
+			detail = "diff (-want +got):\n" + cmp.Diff(want, got)
+		}
+	}
+	r.count(desc, bad, killed)
+	if !bad {
+		if !o.Keep {
+			os.RemoveAll(runDir)
+		}
+		return nil, nil
+	}
+	if err := killCopyDir(prep, filepath.Join(runDir, "before-kill")); err != nil {
+		return nil, err
+	}
+	return &KillFailure{
+		Run: run, Delay: delay, How: fmt.Sprintf("recovery SIGKILLed after %s ms, %s", killMs(delay), killState(killed)), Killed: killed, Outcome: desc,
+		Dir: runDir, Holds: []string{"before-kill", "after-kill", "after-recovery"}, Detail: detail,
+	}, nil
+}
