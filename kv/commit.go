@@ -3,6 +3,7 @@ package kv
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"time"
 
 	"github.com/kvstore/kv/record"
@@ -416,7 +417,10 @@ func (s *Store) startCheckpoint() {
 		}
 		deleteCovered := func() (err error) {
 			for seg := prev + 1; seg <= sealed; seg++ {
-				if rerr := s.fs.Remove(wal.SegmentPath(s.dir, seg)); rerr != nil && err == nil {
+				// A segment an earlier, failed checkpoint removed is gone
+				// already: that is not a failure of this one.
+				rerr := s.fs.Remove(wal.SegmentPath(s.dir, seg))
+				if rerr != nil && !errors.Is(rerr, fs.ErrNotExist) && err == nil {
 					err = rerr
 				}
 			}

@@ -3,6 +3,7 @@ package kv
 import (
 	"fmt"
 	"log/slog"
+	"os"
 	"time"
 
 	"github.com/kvstore/kv/recovery"
@@ -63,6 +64,14 @@ const (
 type Options struct {
 	// FS is the file system; nil means vfs.OS.
 	FS vfs.FS
+	// FileMode is the permission of the files the store creates (log
+	// segments, snapshots, LOCK) on the OS file system, before the umask;
+	// 0 means 0600, readable by the owner only. It applies when FS is nil;
+	// a caller's FS decides for itself.
+	FileMode os.FileMode
+	// DirMode is the permission of the data directory (and any missing
+	// parents) when Open creates it, before the umask; 0 means 0700.
+	DirMode os.FileMode
 	// SegmentSize is the size past which a WAL segment is sealed and the
 	// next started; 0 means 64 MiB.
 	SegmentSize int64
@@ -97,10 +106,20 @@ type Options struct {
 const preallocStep = 1 << 20
 
 func (o *Options) fs() vfs.FS {
-	if o.FS == nil {
-		return vfs.OS
+	switch {
+	case o.FS != nil:
+		return o.FS
+	case o.FileMode != 0:
+		return vfs.NewOS(o.FileMode)
 	}
-	return o.FS
+	return vfs.OS
+}
+
+func (o *Options) dirMode() os.FileMode {
+	if o.DirMode == 0 {
+		return 0o700
+	}
+	return o.DirMode & os.ModePerm
 }
 
 func (o *Options) maxKey() int {

@@ -125,7 +125,7 @@ func (s *Store) makeDir() error {
 	if _, err := s.fs.Stat(s.dir); err == nil || !errors.Is(err, fs.ErrNotExist) || s.opts.ReadOnly {
 		return err
 	}
-	if err := s.fs.MkdirAll(s.dir, 0o755); err != nil {
+	if err := s.fs.MkdirAll(s.dir, s.opts.dirMode()); err != nil {
 		return err
 	}
 	// The new directory's own name must survive a power loss, or the

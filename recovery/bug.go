@@ -49,18 +49,27 @@ const (
 	// it in a segment that is no longer the newest, which the next recovery
 	// refuses as corruption (cockroachdb/cockroach#68319).
 	BugTornAsCorrupt Bug = "torn-as-corrupt"
+	// BugRetrySync retries a failed fdatasync of the log and, when the
+	// retry returns nil, acknowledges the writes as durable, instead of
+	// failing them and stopping. After a failed fdatasync the kernel may
+	// have dropped the dirty pages, so the retry "succeeds" without them
+	// and acknowledged writes are lost (the fsync-failure model).
+	BugRetrySync Bug = "retry-fsync"
 )
 
 // Bugs lists the known variants.
 func Bugs() []Bug {
 	return []Bug{BugDoubleApply, BugNoSync, BugAckBeforeSync, BugNoDirSync, BugRenameBeforeFsync,
-		BugUnlinkEarly, BugTrustTmp, BugTornAsCorrupt}
+		BugUnlinkEarly, BugTrustTmp, BugTornAsCorrupt, BugRetrySync}
 }
 
 // WAL returns o with the WAL options of the bug variant applied.
 func (b Bug) WAL(o wal.Options) wal.Options {
-	if b == BugNoDirSync {
+	switch b {
+	case BugNoDirSync:
 		o.SkipDirSync = true
+	case BugRetrySync:
+		o.RetryFailedSync = true
 	}
 	return o
 }

@@ -101,6 +101,18 @@ func PlanRepair(fsys vfs.FS, dir string) (*RepairPlan, error) {
 		name := wal.SegmentPath(dir, s)
 		p.add(fmt.Sprintf("move %s to %s", name, name+BrokenSuffix), func(fsys vfs.FS) error { return fsys.Rename(name, name+BrokenSuffix) })
 	}
+	if cutOff < 0 && rep.HasSnapshot && cutSeg == rep.Snapshot.Covered+1 {
+		// The segment after the snapshot's is missing, and every later
+		// one is set aside: recovery needs it to exist (the snapshot
+		// says it was created before the snapshot was written).
+		p.add(fmt.Sprintf("create %s", wal.SegmentPath(dir, cutSeg)), func(fsys vfs.FS) error {
+			w, err := wal.Create(fsys, dir, cutSeg, wal.Options{})
+			if err != nil {
+				return err
+			}
+			return w.Close()
+		})
+	}
 	if len(later) > 0 {
 		d := fmt.Sprintf("segments %s to %s", wal.SegmentName(later[0]), wal.SegmentName(later[len(later)-1]))
 		if lastDropped > 0 {

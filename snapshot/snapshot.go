@@ -162,8 +162,10 @@ func ReadFile(fsys vfs.FS, name string, meta func(Meta) error, entry func(*recor
 	if err != nil {
 		return err
 	}
+	// The buffer need not be bigger than the file: a small store's
+	// recovery should not allocate (and clear) 256 KiB to read it.
 	d := &decoder{name: name, size: fi.Size(),
-		r: bufio.NewReaderSize(io.NewSectionReader(f, 0, fi.Size()), 256<<10)}
+		r: bufio.NewReaderSize(io.NewSectionReader(f, 0, fi.Size()), int(min(fi.Size()+1, 256<<10)))}
 	return d.run(meta, entry)
 }
 

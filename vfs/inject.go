@@ -1,8 +1,11 @@
 package vfs
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"sync"
+	"syscall"
 )
 
 // OpKind is the kind of a file system operation, as an injecting or
@@ -53,11 +56,20 @@ type Op struct {
 	Kind OpKind
 	Path string // the file, or the old name of a rename
 	Seq  int    // 1 for the first operation the wrapper saw, and so on
+	// Off and Len are the byte range of a write or a preallocation, so
+	// that a rule can fill the disk at a given size.
+	Off, Len int64
 }
 
 // Inject wraps an FS and asks Rule before every operation: a non-nil error
-// fails the operation with that error and the operation does not reach
-// the wrapped FS. A nil Rule lets everything through.
+// fails the operation with that error, wrapped in an *os.PathError naming
+// the operation and the file, and the operation does not reach the wrapped
+// FS. A nil Rule lets everything through.
+//
+// Return a syscall.Errno (syscall.EIO, syscall.ENOSPC) to fail as the
+// kernel does: errors.Is(err, syscall.ENOSPC) then holds for the caller,
+// as it does for the OS file system's errors. Return a *ShortWrite for a
+// write to write part of the buffer and then fail.
 type Inject struct {
 	FS   FS
 	Rule func(Op) error
@@ -66,16 +78,70 @@ type Inject struct {
 	seq int
 }
 
-func (in *Inject) check(k OpKind, path string) error {
+// ShortWrite is a Rule error that makes a write write the first N bytes of
+// its buffer to the wrapped file (all of them when N is not less than the
+// length) and then fail with Err, or syscall.EIO when Err is nil: the shape
+// of a write that runs out of space or meets a bad block part way. With
+// Align > 0 the bytes written stop short of N at the last multiple of
+// Align in the file, as the kernel's do: it fills the page cache a page at
+// a time, so a write that runs out of space ends at a page boundary. Any
+// other operation fails with Err as if the rule had returned it.
+type ShortWrite struct {
+	N     int
+	Align int64
+	Err   error
+}
+
+// keep returns how many bytes of a write of n bytes at off reach the file.
+func (e *ShortWrite) keep(off int64, n int) int {
+	k := max(0, min(e.N, n))
+	if e.Align > 0 {
+		k = int(max(0, (off+int64(k))/e.Align*e.Align-off))
+	}
+	return k
+}
+
+// Error implements error.
+func (e *ShortWrite) Error() string {
+	return fmt.Sprintf("short write of %d bytes: %v", e.N, e.cause())
+}
+
+// Unwrap returns the cause, so that errors.Is sees the errno.
+func (e *ShortWrite) Unwrap() error { return e.cause() }
+
+func (e *ShortWrite) cause() error {
+	if e.Err == nil {
+		return syscall.EIO
+	}
+	return e.Err
+}
+
+// ask numbers the operation and returns the rule's verdict on it.
+func (in *Inject) ask(k OpKind, path string) error { return in.askRange(k, path, 0, 0) }
+
+func (in *Inject) askRange(k OpKind, path string, off, n int64) error {
 	in.mu.Lock()
 	in.seq++
-	op := Op{Kind: k, Path: path, Seq: in.seq}
+	op := Op{Kind: k, Path: path, Seq: in.seq, Off: off, Len: n}
 	in.mu.Unlock()
 	if in.Rule == nil {
 		return nil
 	}
-	if err := in.Rule(op); err != nil {
-		return &os.PathError{Op: k.String(), Path: path, Err: err}
+	return in.Rule(op)
+}
+
+// failure wraps a rule's error as the OS file system wraps an errno.
+func failure(k OpKind, path string, err error) error {
+	var sw *ShortWrite
+	if errors.As(err, &sw) {
+		err = sw.cause()
+	}
+	return &os.PathError{Op: k.String(), Path: path, Err: err}
+}
+
+func (in *Inject) check(k OpKind, path string) error {
+	if err := in.ask(k, path); err != nil {
+		return failure(k, path, err)
 	}
 	return nil
 }
@@ -190,10 +256,19 @@ func (f *injectFile) ReadAt(p []byte, off int64) (int, error) {
 }
 
 func (f *injectFile) WriteAt(p []byte, off int64) (int, error) {
-	if err := f.in.check(OpWrite, f.name); err != nil {
-		return 0, err
+	err := f.in.askRange(OpWrite, f.name, off, int64(len(p)))
+	if err == nil {
+		return f.File.WriteAt(p, off)
 	}
-	return f.File.WriteAt(p, off)
+	var sw *ShortWrite
+	if !errors.As(err, &sw) || sw.keep(off, len(p)) == 0 {
+		return 0, failure(OpWrite, f.name, err)
+	}
+	n, werr := f.File.WriteAt(p[:sw.keep(off, len(p))], off)
+	if werr != nil {
+		return n, werr
+	}
+	return n, failure(OpWrite, f.name, err)
 }
 
 func (f *injectFile) Sync() error {
@@ -215,8 +290,8 @@ func (f *injectFile) Truncate(size int64) error {
 }
 
 func (f *injectFile) Preallocate(off, n int64) error {
-	if err := f.in.check(OpPreallocate, f.name); err != nil {
-		return err
+	if err := f.in.askRange(OpPreallocate, f.name, off, n); err != nil {
+		return failure(OpPreallocate, f.name, err)
 	}
 	return f.File.Preallocate(off, n)
 }

@@ -130,7 +130,7 @@ func TestInjectSeq(t *testing.T) {
 	must(t, vfs.SyncDir(in, "d"))
 	want := []vfs.Op{
 		{Kind: vfs.OpCreate, Path: "d/f", Seq: 1},
-		{Kind: vfs.OpWrite, Path: "d/f", Seq: 2},
+		{Kind: vfs.OpWrite, Path: "d/f", Seq: 2, Len: 1},
 		{Kind: vfs.OpSync, Path: "d/f", Seq: 3},
 		{Kind: vfs.OpClose, Path: "d/f", Seq: 4},
 		{Kind: vfs.OpRename, Path: "d/f", Seq: 5},

@@ -11,15 +11,34 @@ import (
 )
 
 // OS is the FS of the host operating system. It is the only code in the
-// module that makes file system calls for the store.
+// module that makes file system calls for the store. It creates files with
+// permission 0600 (before the umask): the store's data is its owner's.
 var OS FS = osFS{}
 
-type osFS struct{}
+// DefaultFileMode is the permission of the files OS creates.
+const DefaultFileMode os.FileMode = 0o600
 
-func (osFS) Create(name string) (File, error) {
+// NewOS returns the host file system creating files (Create, and Lock when
+// the lock file is new) with permission perm before the umask; 0 means
+// DefaultFileMode.
+func NewOS(perm os.FileMode) FS { return osFS{perm: perm & os.ModePerm} }
+
+type osFS struct {
+	perm os.FileMode // 0 means DefaultFileMode
+}
+
+func (o osFS) mode() os.FileMode {
+	if o.perm == 0 {
+		return DefaultFileMode
+	}
+	return o.perm
+}
+
+func (o osFS) Create(name string) (File, error) {
 	// O_EXCL: a create is always a new inode, never a reuse of an old one
-	// whose stale bytes could be read back.
-	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL|unix.O_CLOEXEC, 0o644)
+	// whose stale bytes could be read back. It also never follows a
+	// symbolic link planted under name: open(2) fails with EEXIST.
+	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL|unix.O_CLOEXEC, o.mode())
 	if err != nil {
 		return nil, err // *os.PathError names the file
 	}
@@ -71,8 +90,10 @@ func (osFS) Stat(name string) (os.FileInfo, error) { return os.Stat(name) }
 
 func (osFS) MkdirAll(dir string, perm os.FileMode) error { return os.MkdirAll(dir, perm) }
 
-func (osFS) Lock(name string, exclusive bool) (File, error) {
-	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|unix.O_CLOEXEC, 0o644)
+func (o osFS) Lock(name string, exclusive bool) (File, error) {
+	// O_NOFOLLOW: the holder truncates and writes the lock file, which must
+	// never reach a file outside the directory through a planted symlink.
+	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW|unix.O_CLOEXEC, o.mode())
 	if err != nil {
 		return nil, err
 	}

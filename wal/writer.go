@@ -25,6 +25,11 @@ type Options struct {
 	// created (a bug variant: a power loss can take the segment, and the
 	// acknowledged records in it, away).
 	SkipDirSync bool
+	// RetryFailedSync makes Sync retry a failed fdatasync once and go on
+	// as if the records were durable when the retry returns nil (a bug
+	// variant: after a failed fdatasync the kernel may have dropped the
+	// dirty pages, and the retry "succeeds" without them).
+	RetryFailedSync bool
 }
 
 func (o Options) segmentSize() int64 {
@@ -247,6 +252,9 @@ func (w *Writer) Sync() error {
 	// The records' durability is the acknowledgement: nothing may be
 	// acknowledged before this returns.
 	err := f.Sync()
+	if err != nil && w.opts.RetryFailedSync {
+		err = f.Sync() // the bug variant
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if err != nil {
