@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 	"time"
 
 	"github.com/kvstore/kv/record"
@@ -124,22 +125,21 @@ func (s *Store) run() {
 	}
 	batch := make([]*request, 0, 64)
 	for {
+		// While a sync is in flight the next group gathers in the channel.
+		reqs := s.reqs
+		if s.syncing {
+			reqs = nil
+		}
 		select {
-		case r := <-s.reqs:
+		case r := <-reqs:
 			batch = append(batch[:0], r)
-		gather:
-			for len(batch) < maxBatch {
-				select {
-				case r := <-s.reqs:
-					batch = append(batch, r)
-				default:
-					break gather
-				}
-			}
+			batch = s.gather(batch)
 			s.commit(batch)
 			clear(batch)
 		case f := <-s.ctl:
 			f()
+		case err := <-s.syncDone:
+			s.synced(err)
 		case err := <-s.ckpt:
 			s.checkpointDone(err)
 		case <-tick:
@@ -159,6 +159,7 @@ func (s *Store) run() {
 				}
 				break
 			}
+			s.drain()
 			if s.ckpt != nil {
 				s.checkpointDone(<-s.ckpt)
 			}
@@ -167,17 +168,64 @@ func (s *Store) run() {
 	}
 }
 
+// gather adds the waiting requests to batch. After a group of k writers
+// was acknowledged, the writers it woke come back one by one: rather than
+// start a sync for the first of them and keep the others waiting a whole
+// sync, wait a little (a fraction of a sync) for about as many as came
+// last time. A lone writer never waits.
+func (s *Store) gather(batch []*request) []*request {
+	for len(batch) < maxBatch {
+		select {
+		case r := <-s.reqs:
+			batch = append(batch, r)
+			continue
+		default:
+		}
+		break
+	}
+	if len(batch) >= s.expect || s.expect <= 1 {
+		return batch
+	}
+	wait := min(time.Duration(s.lastSync.Load())/4, 200*time.Microsecond)
+	if wait <= 0 {
+		return batch
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	for len(batch) < s.expect && len(batch) < maxBatch {
+		select {
+		case r := <-s.reqs:
+			batch = append(batch, r)
+		case <-timer.C:
+			return batch
+		}
+	}
+	return batch
+}
+
 // staged is one key's new state in a group being committed.
 type staged struct {
 	key string
 	e   *record.Entry // nil: deleted
+	// ov is what the overlay holds for this change: e, or for a delete a
+	// tombstone of its own, so that a change can tell whether the overlay
+	// still holds it or a later change of the same key.
+	ov *record.Entry
 }
+
+// tombstone marks a key deleted in the overlay. Each delete gets its own
+// (Key is nil; real entries always have a key).
+func tombstone() *record.Entry { return &record.Entry{} }
 
 func (s *Store) lookup(key []byte) *record.Entry {
 	if e, ok := s.overlay[string(key)]; ok {
+		if e.Key == nil {
+			return nil // deleted by a change still waiting for its sync
+		}
 		return e
 	}
-	return s.index[string(key)]
+	e, _ := s.m.Get(key) // the committer is the map's only writer
+	return e
 }
 
 // commit evaluates, logs, syncs and applies one group.
@@ -189,8 +237,11 @@ func (s *Store) commit(batch []*request) {
 		}
 		return
 	}
-	clear(s.overlay)
-	rev := s.m.Revision()
+	if !s.syncing && len(s.pending) == 0 {
+		// Nothing logged is waiting for a sync: the visible map is all.
+		clear(s.overlay)
+	}
+	rev := s.lastRev
 	var changes []staged
 	var payloads [][]byte
 	s.buf = s.buf[:0]
@@ -236,15 +287,34 @@ func (s *Store) commit(batch []*request) {
 		next := rev + 1
 		mark := len(changes)
 		var err error
+		var mine map[string]*record.Entry // a big transaction's own changes
+		if len(ops) > 8 {
+			mine = make(map[string]*record.Entry, len(ops))
+		}
 		for i := range ops {
-			old := s.lookupStaged(ops[i].Key, changes[mark:])
+			var old *record.Entry
+			if mine != nil {
+				var ok bool
+				if old, ok = mine[string(ops[i].Key)]; !ok {
+					old = s.lookup(ops[i].Key)
+				}
+			} else {
+				old = s.lookupStaged(ops[i].Key, changes[mark:])
+			}
 			var e *record.Entry
 			e, err = record.Next(old, &ops[i], next)
 			if err != nil {
 				err = mapApplyError(err, &ops[i], old)
 				break
 			}
-			changes = append(changes, staged{key: string(ops[i].Key), e: e})
+			ov := e
+			if e == nil {
+				ov = tombstone()
+			}
+			changes = append(changes, staged{key: string(ops[i].Key), e: e, ov: ov})
+			if mine != nil {
+				mine[string(ops[i].Key)] = e
+			}
 		}
 		if err != nil {
 			changes = changes[:mark]
@@ -252,7 +322,7 @@ func (s *Store) commit(batch []*request) {
 			continue
 		}
 		for _, c := range changes[mark:] {
-			s.overlay[c.key] = c.e
+			s.overlay[c.key] = c.ov
 		}
 		if r.single && ops[0].Kind == record.KindAdd {
 			r.added, _ = record.ParseInt(changes[len(changes)-1].e.Value)
@@ -266,64 +336,165 @@ func (s *Store) commit(batch []*request) {
 		offsets = append(offsets, len(s.buf))
 		s.buf = record.Append(s.buf, &rec)
 	}
-	if len(offsets) > 0 {
-		offsets = append(offsets, len(s.buf))
-		for i := 0; i+1 < len(offsets); i++ {
-			payloads = append(payloads, s.buf[offsets[i]:offsets[i+1]])
-		}
-		early := false
-		afterWrite := func() {
-			if s.opts.Bug == recovery.BugAckBeforeSync {
-				// The bug: acknowledge, and show, before the sync.
-				early = true
-				s.apply(changes, rev)
-				for _, r := range batch {
-					close(r.done)
-				}
-			}
-		}
-		if err := s.logAndSync(payloads, afterWrite); err != nil {
-			s.failStop(err)
-			if early {
-				return
-			}
-			for _, r := range batch {
-				if r.err == nil {
-					r.err = fmt.Errorf("%w: %w", ErrFailed, err)
-				}
-				close(r.done)
-			}
+	g := &group{reqs: slices.Clone(batch), changes: changes, rev: rev}
+	pipelined := s.opts.Sync.kind == syncAlways && s.opts.Bug != recovery.BugAckBeforeSync && s.opts.Bug != recovery.BugNoSync
+	if len(offsets) == 0 {
+		// Nothing to log. What these requests saw may still be waiting for
+		// a sync: answer them after it, in order.
+		if s.syncing || len(s.pending) > 0 {
+			s.pending = append(s.pending, g)
 			return
 		}
-		s.stats.records.Add(int64(len(payloads)))
-		s.stats.groups.Add(1)
-		if early {
-			s.maybeCheckpoint()
-			return
-		}
-		// Durable (under Always): make it visible, then acknowledge.
-		s.apply(changes, rev)
+		s.ack(g)
+		return
 	}
-	for _, r := range batch {
+	offsets = append(offsets, len(s.buf))
+	for i := 0; i+1 < len(offsets); i++ {
+		payloads = append(payloads, s.buf[offsets[i]:offsets[i+1]])
+	}
+	if pipelined {
+		// Write now; the sync runs beside the committer, which meanwhile
+		// evaluates and writes the next groups against the overlay.
+		if err := s.appendLog(payloads); err != nil {
+			s.failStop(err)
+			s.fail(g, err)
+			return
+		}
+		s.lastRev = rev
+		s.pending = append(s.pending, g)
+		if !s.syncing {
+			s.startSync()
+		}
+		return
+	}
+	if err := s.appendLog(payloads); err != nil {
+		s.failStop(err)
+		s.fail(g, err)
+		return
+	}
+	s.lastRev = rev
+	if s.opts.Bug == recovery.BugAckBeforeSync {
+		// The bug: acknowledge, and show, before the sync.
+		s.apply(g.changes, g.rev)
+		s.ack(g)
+		if err := s.w.Sync(); err != nil {
+			s.failStop(err)
+		}
+		s.maybeCheckpoint()
+		return
+	}
+	// Never, Interval, or the no-sync bug: visible and acknowledged once
+	// written.
+	s.apply(g.changes, g.rev)
+	s.ack(g)
+	s.maybeCheckpoint()
+}
+
+// group is one group commit: its requests, the changes they made, and the
+// revision after them.
+type group struct {
+	reqs    []*request
+	changes []staged
+	rev     Revision
+}
+
+// ack answers every request of g.
+func (s *Store) ack(g *group) {
+	for _, r := range g.reqs {
 		close(r.done)
 	}
+}
+
+// fail answers the requests of g that have no error of their own with
+// ErrFailed wrapping err.
+func (s *Store) fail(g *group, err error) {
+	for _, r := range g.reqs {
+		if r.err == nil {
+			r.err = fmt.Errorf("%w: %w", ErrFailed, err)
+		}
+		r.res = TxnResult{}
+		close(r.done)
+	}
+}
+
+// startSync syncs the log in the background for the pending groups.
+func (s *Store) startSync() {
+	s.inflight, s.pending = s.pending, nil
+	s.syncing = true
+	go func() {
+		start := time.Now()
+		err := s.w.Sync()
+		s.lastSync.Store(int64(time.Since(start)))
+		s.syncDone <- err
+	}()
+}
+
+// synced runs in the committer when a background sync returns: the groups
+// it covered become visible and are acknowledged, in order.
+func (s *Store) synced(err error) {
+	s.syncing = false
+	groups := s.inflight
+	s.inflight = nil
+	if err != nil {
+		// Nothing that depended on the failed sync is acknowledged, even
+		// if a later sync would succeed: the kernel may have dropped it.
+		s.failStop(err)
+		for _, g := range append(groups, s.pending...) {
+			s.fail(g, err)
+		}
+		s.pending = nil
+		clear(s.overlay)
+		return
+	}
+	s.stats.syncs.Add(1)
+	s.mu.Lock()
+	s.expect = 0
+	for _, g := range groups {
+		s.applyLocked(g.changes, g.rev)
+		s.expect += len(g.reqs)
+	}
+	s.mu.Unlock()
+	for _, g := range groups {
+		for _, c := range g.changes {
+			// Drop what the map now shows, unless a later group changed it.
+			if e, ok := s.overlay[c.key]; ok && e == c.ov {
+				delete(s.overlay, c.key)
+			}
+		}
+		s.ack(g)
+	}
+	if len(s.pending) > 0 {
+		s.startSync()
+		return
+	}
 	s.maybeCheckpoint()
+}
+
+// drain waits until every logged group is synced and acknowledged.
+func (s *Store) drain() {
+	for s.syncing {
+		s.synced(<-s.syncDone)
+	}
+	for _, g := range s.pending { // groups that logged nothing
+		s.ack(g)
+	}
+	s.pending = nil
 }
 
 // apply makes a group's changes visible to readers.
 func (s *Store) apply(changes []staged, rev Revision) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.applyLocked(changes, rev)
+}
+
+func (s *Store) applyLocked(changes []staged, rev Revision) {
 	for _, c := range changes {
 		if c.e == nil {
-			if old, ok := s.index[c.key]; ok {
-				delete(s.index, c.key)
-				s.m.Delete(old.Key)
-			}
+			s.m.Delete([]byte(c.key))
 			continue
 		}
 		s.m.Load(c.e)
-		s.index[keyString(c.e.Key)] = c.e
 	}
 	s.m.SetRevision(rev)
 }
@@ -331,6 +502,9 @@ func (s *Store) apply(changes []staged, rev Revision) {
 // maybeCheckpoint starts a background checkpoint when enough log has
 // accumulated since the last one.
 func (s *Store) maybeCheckpoint() {
+	if s.syncing || len(s.pending) > 0 {
+		return // a checkpoint's clone must hold everything logged before it
+	}
 	if cb := s.opts.checkpointBytes(); cb > 0 && s.sinceSnap >= cb && s.ckpt == nil {
 		s.startCheckpoint()
 	}
@@ -339,7 +513,7 @@ func (s *Store) maybeCheckpoint() {
 	}
 }
 
-// lookupStaged sees the changes of the transaction being evaluated, then
+// lookupStaged sees the changes of a small transaction being evaluated, then
 // the group's overlay, then the visible map.
 func (s *Store) lookupStaged(key []byte, mine []staged) *record.Entry {
 	for i := len(mine) - 1; i >= 0; i-- {
@@ -362,25 +536,19 @@ func mapApplyError(err error, op *Op, old *record.Entry) error {
 	return err
 }
 
-// logAndSync writes the group's records with one write and, under Always,
-// one fdatasync.
-func (s *Store) logAndSync(payloads [][]byte, afterWrite func()) error {
+// appendLog writes a group's records with one write.
+func (s *Store) appendLog(payloads [][]byte) error {
 	if _, err := s.w.Append(payloads...); err != nil {
 		return err
 	}
-	afterWrite()
 	n := int64(0)
 	for _, p := range payloads {
 		n += int64(len(p) + wal.HeaderSize)
 	}
 	s.sinceSnap += n
 	s.stats.bytes.Add(n)
-	if s.opts.Sync.kind == syncAlways && s.opts.Bug != recovery.BugNoSync {
-		if err := s.w.Sync(); err != nil {
-			return err
-		}
-		s.stats.syncs.Add(1)
-	}
+	s.stats.records.Add(int64(len(payloads)))
+	s.stats.groups.Add(1)
 	return nil
 }
 
@@ -396,6 +564,10 @@ func (s *Store) failStop(err error) {
 // and writes the snapshot in the background. Writers wait only for the
 // rotation.
 func (s *Store) startCheckpoint() {
+	s.drain() // the clone must hold every record of the sealed segments
+	if s.failed.Load() != nil {
+		return
+	}
 	sealed, err := s.w.Rotate()
 	if err != nil {
 		s.failStop(err)

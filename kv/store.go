@@ -14,7 +14,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"github.com/kvstore/kv/record"
 	"github.com/kvstore/kv/recovery"
@@ -37,9 +36,8 @@ type Store struct {
 
 	// Visible state: what Get and Scan see. Only the committer changes
 	// it, under mu, after the records are durable (under Always).
-	mu    sync.RWMutex
-	m     *record.Map
-	index map[string]*record.Entry
+	mu sync.RWMutex
+	m  *record.Map
 
 	// closeMu orders the closed check of a writer against Close.
 	closeMu sync.RWMutex
@@ -54,12 +52,19 @@ type Store struct {
 
 	// Owned by the committer goroutine.
 	w         *wal.Writer
-	covered   wal.SegmentNum // segments up to here are in a durable snapshot
-	sinceSnap int64          // bytes logged since the last snapshot started
-	ckpt      chan error     // the running background checkpoint, or nil
-	ckptWait  []chan error   // Checkpoint callers waiting for it
-	overlay   map[string]*record.Entry
+	covered   wal.SegmentNum           // segments up to here are in a durable snapshot
+	sinceSnap int64                    // bytes logged since the last snapshot started
+	ckpt      chan error               // the running background checkpoint, or nil
+	ckptWait  []chan error             // Checkpoint callers waiting for it
+	overlay   map[string]*record.Entry // changes logged but not yet visible
 	buf       []byte
+	lastRev   Revision     // the last revision given to a record
+	pending   []*group     // logged, waiting for the next sync
+	inflight  []*group     // logged, covered by the sync in flight
+	syncing   bool         // a background sync is in flight
+	syncDone  chan error   // its outcome
+	expect    int          // requests in the last acknowledged groups
+	lastSync  atomic.Int64 // duration of the last background sync, ns
 
 	stats    statCounters
 	recovery recovery.Result
@@ -100,11 +105,9 @@ func OpenContext(ctx context.Context, dir string, opts *Options) (*Store, error)
 	if res.Checkpointed {
 		s.covered = res.Writer.Segment() - 1
 	}
-	s.index = make(map[string]*record.Entry, s.m.Len())
-	for e := range s.m.All(nil, nil) {
-		s.index[keyString(e.Key)] = e
-	}
 	s.overlay = map[string]*record.Entry{}
+	s.lastRev = s.m.Revision()
+	s.syncDone = make(chan error, 1)
 	s.reqs = make(chan *request, 1024)
 	s.ctl = make(chan func())
 	s.quit = make(chan struct{})
@@ -116,10 +119,6 @@ func OpenContext(ctx context.Context, dir string, opts *Options) (*Store, error)
 	}
 	return s, nil
 }
-
-// keyString views an entry's key as a string without copying: entry keys
-// are never modified.
-func keyString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
 func (s *Store) makeDir() error {
 	if _, err := s.fs.Stat(s.dir); err == nil || !errors.Is(err, fs.ErrNotExist) || s.opts.ReadOnly {
@@ -216,7 +215,7 @@ func (s *Store) Close() error {
 // durable state, so a revision it returns is a safe fencing token.
 func (s *Store) Get(key []byte) (Entry, error) {
 	s.mu.RLock()
-	e, ok := s.index[string(key)]
+	e, ok := s.m.Get(key)
 	s.mu.RUnlock()
 	if !ok {
 		if s.isClosed() {

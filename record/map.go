@@ -2,10 +2,14 @@ package record
 
 import (
 	"bytes"
+	"cmp"
+	"encoding/binary"
 	"fmt"
 	"iter"
 	"math"
+	"slices"
 	"strconv"
+	"unsafe"
 
 	"github.com/google/btree"
 )
@@ -20,20 +24,79 @@ type Entry struct {
 	Version   int64    // number of changes since creation, 1 when created
 }
 
-func lessEntry(a, b *Entry) bool { return bytes.Compare(a.Key, b.Key) < 0 }
+// item is what the ordered tree holds: the entry and the first eight bytes
+// of its key, big-endian, so that most comparisons need not follow the
+// pointer to the key (a cache miss each, in a big map).
+type item struct {
+	prefix uint64
+	e      *Entry
+}
+
+func itemOf(e *Entry) item { return item{keyPrefix(e.Key), e} }
+
+func keyPrefix(k []byte) uint64 {
+	var p [8]byte
+	copy(p[:], k)
+	return binary.BigEndian.Uint64(p[:])
+}
+
+func lessItem(a, b item) bool {
+	if a.prefix != b.prefix {
+		return a.prefix < b.prefix
+	}
+	return bytes.Compare(a.e.Key, b.e.Key) < 0
+}
 
 // Map is the store's state: keys ordered by their bytes, and the revision
-// of the last record applied. It is not safe for concurrent writers; a
-// Clone is cheap (copy-on-write) and may be read while the original
-// changes.
+// of the last record applied. It keeps a hash index for point lookups next
+// to the ordered tree. It is not safe for concurrent writers; a Clone is
+// cheap (copy-on-write) and may be read while the original changes.
 type Map struct {
-	t     *btree.BTreeG[*Entry]
+	t     *btree.BTreeG[item] // nil while deferred (see Defer)
+	idx   map[string]*Entry   // nil in a clone, which has only the tree
 	rev   Revision
 	bytes int64 // sum of key and value lengths
 }
 
 // NewMap returns an empty map at revision 0.
-func NewMap() *Map { return &Map{t: btree.NewG(32, lessEntry)} }
+func NewMap() *Map { return &Map{t: newTree(), idx: map[string]*Entry{}} }
+
+func newTree() *btree.BTreeG[item] { return btree.NewG(32, lessItem) }
+
+// keyString views an entry's key as a string without copying: entry keys
+// are never modified.
+func keyString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+
+// Defer stops maintaining the ordered tree until Build: Apply, Load, Get
+// and Delete then cost a hash-map operation each, which is what replaying
+// a long log wants. All, Clone and Len build the tree first.
+func (m *Map) Defer() {
+	if m.idx != nil {
+		m.t = nil
+	}
+}
+
+// Build rebuilds the ordered tree after Defer, inserting the keys in
+// order, which keeps the tree's hot path in cache.
+func (m *Map) Build() {
+	if m.t != nil {
+		return
+	}
+	items := make([]item, 0, len(m.idx))
+	for _, e := range m.idx {
+		items = append(items, itemOf(e))
+	}
+	slices.SortFunc(items, func(a, b item) int {
+		if a.prefix != b.prefix {
+			return cmp.Compare(a.prefix, b.prefix)
+		}
+		return bytes.Compare(a.e.Key, b.e.Key)
+	})
+	m.t = newTree()
+	for _, it := range items {
+		m.t.ReplaceOrInsert(it)
+	}
+}
 
 // Revision returns the revision of the last record applied.
 func (m *Map) Revision() Revision { return m.rev }
@@ -42,23 +105,55 @@ func (m *Map) Revision() Revision { return m.rev }
 func (m *Map) SetRevision(r Revision) { m.rev = r }
 
 // Len returns the number of keys.
-func (m *Map) Len() int { return m.t.Len() }
+func (m *Map) Len() int {
+	if m.idx != nil {
+		return len(m.idx)
+	}
+	return m.t.Len()
+}
 
 // Bytes returns the total length of keys and values.
 func (m *Map) Bytes() int64 { return m.bytes }
 
-// Clone returns a copy-on-write copy of m.
-func (m *Map) Clone() *Map { return &Map{t: m.t.Clone(), rev: m.rev, bytes: m.bytes} }
+// Clone returns a copy-on-write copy of m's tree: a view for ordered
+// reads (All, Get, Len) that later changes to m do not affect. Changes to
+// the clone do not affect m.
+func (m *Map) Clone() *Map {
+	m.Build()
+	return &Map{t: m.t.Clone(), rev: m.rev, bytes: m.bytes}
+}
 
 // Get returns the entry of key.
 func (m *Map) Get(key []byte) (*Entry, bool) {
-	return m.t.Get(&Entry{Key: key})
+	if m.idx != nil {
+		e, ok := m.idx[string(key)]
+		return e, ok
+	}
+	it, ok := m.t.Get(item{keyPrefix(key), &Entry{Key: key}})
+	return it.e, ok
 }
 
 // Load inserts e as it is, as when loading a snapshot. e must not be
 // modified afterwards.
 func (m *Map) Load(e *Entry) {
-	if old, ok := m.t.ReplaceOrInsert(e); ok {
+	var old *Entry
+	var ok bool
+	if m.idx != nil {
+		old, ok = m.idx[keyString(e.Key)]
+		if ok && unsafe.SliceData(old.Key) != unsafe.SliceData(e.Key) {
+			// The map's key string is the old entry's key bytes: replace it
+			// too, or it would keep the old entry's memory alive. (Next
+			// shares the key bytes between versions, so this is rare.)
+			delete(m.idx, keyString(e.Key))
+		}
+		m.idx[keyString(e.Key)] = e
+	}
+	if m.t != nil {
+		var it item
+		it, ok = m.t.ReplaceOrInsert(itemOf(e))
+		old = it.e
+	}
+	if ok {
 		m.bytes -= int64(len(old.Key) + len(old.Value))
 	}
 	m.bytes += int64(len(e.Key) + len(e.Value))
@@ -67,12 +162,14 @@ func (m *Map) Load(e *Entry) {
 // All returns the entries with start <= key < end in key order; a nil end
 // means no upper bound.
 func (m *Map) All(start, end []byte) iter.Seq[*Entry] {
+	m.Build()
+	t := m.t
 	return func(yield func(*Entry) bool) {
-		m.t.AscendGreaterOrEqual(&Entry{Key: start}, func(e *Entry) bool {
-			if end != nil && bytes.Compare(e.Key, end) >= 0 {
+		t.AscendGreaterOrEqual(item{keyPrefix(start), &Entry{Key: start}}, func(it item) bool {
+			if end != nil && bytes.Compare(it.e.Key, end) >= 0 {
 				return false
 			}
-			return yield(e)
+			return yield(it.e)
 		})
 	}
 }
@@ -129,12 +226,19 @@ func (m *Map) current(key []byte, staged map[string]*Entry) *Entry {
 // key is deleted. It returns an error wrapping ErrNotInteger or
 // ErrOverflow when an add cannot apply.
 func Next(old *Entry, op *Op, rev Revision) (*Entry, error) {
-	var value []byte
+	// Key and value share one allocation of exactly their size.
+	var kv []byte
 	switch op.Kind {
 	case KindDelete:
 		return nil, nil
 	case KindPut:
-		value = bytes.Clone(op.Value)
+		if old != nil {
+			// A new version shares the key bytes of the one it replaces.
+			return &Entry{Key: old.Key, Value: bytes.Clone(op.Value), CreateRev: old.CreateRev,
+				ModRev: rev, Version: old.Version + 1}, nil
+		}
+		kv = make([]byte, 0, len(op.Key)+len(op.Value))
+		kv = append(append(kv, op.Key...), op.Value...)
 	case KindAdd:
 		var n int64
 		if old != nil {
@@ -147,11 +251,19 @@ func Next(old *Entry, op *Op, rev Revision) (*Entry, error) {
 		if (op.Delta > 0 && n > math.MaxInt64-op.Delta) || (op.Delta < 0 && n < math.MinInt64-op.Delta) {
 			return nil, fmt.Errorf("add %q: %d + %d: %w", op.Key, n, op.Delta, ErrOverflow)
 		}
-		value = strconv.AppendInt(nil, n+op.Delta, 10)
+		var digits [20]byte
+		d := strconv.AppendInt(digits[:0], n+op.Delta, 10)
+		if old != nil {
+			return &Entry{Key: old.Key, Value: bytes.Clone(d), CreateRev: old.CreateRev,
+				ModRev: rev, Version: old.Version + 1}, nil
+		}
+		kv = make([]byte, 0, len(op.Key)+len(d))
+		kv = append(append(kv, op.Key...), d...)
 	default:
 		return nil, fmt.Errorf("%w: unknown operation kind %d", ErrCorrupt, uint8(op.Kind))
 	}
-	e := &Entry{Key: bytes.Clone(op.Key), Value: value, CreateRev: rev, ModRev: rev, Version: 1}
+	k := len(op.Key)
+	e := &Entry{Key: kv[:k:k], Value: kv[k:], CreateRev: rev, ModRev: rev, Version: 1}
 	if old != nil {
 		e.CreateRev = old.CreateRev
 		e.Version = old.Version + 1
@@ -169,7 +281,19 @@ func (m *Map) set(key []byte, e *Entry) {
 
 // Delete removes key, as Apply does for a delete operation.
 func (m *Map) Delete(key []byte) {
-	if old, ok := m.t.Delete(&Entry{Key: key}); ok {
+	var old *Entry
+	var ok bool
+	if m.idx != nil {
+		if old, ok = m.idx[string(key)]; ok {
+			delete(m.idx, string(key))
+		}
+	}
+	if m.t != nil {
+		var it item
+		it, ok = m.t.Delete(item{keyPrefix(key), &Entry{Key: key}})
+		old = it.e
+	}
+	if ok {
 		m.bytes -= int64(len(old.Key) + len(old.Value))
 	}
 }

@@ -253,13 +253,25 @@ func (d *decoder) count(minSize int) int {
 // Decode parses a payload written by Append. Byte slices in the result
 // alias p; copy them to keep them past p's lifetime.
 func Decode(p []byte) (Record, error) {
-	d := &decoder{b: p}
 	var r Record
+	if err := DecodeInto(p, &r); err != nil {
+		return Record{}, err
+	}
+	return r, nil
+}
+
+// DecodeInto is Decode into r, reusing the capacity of r.Ops, so that a
+// replay of single-operation records allocates nothing per record. On
+// error r is undefined.
+func DecodeInto(p []byte, r *Record) error {
+	d := decoder{b: p}
+	ops := r.Ops[:0]
+	*r = Record{}
 	k := Kind(d.u8())
 	r.Revision = Revision(d.u64())
 	switch k {
 	case KindPut, KindDelete, KindAdd:
-		r.Ops = []Op{d.opBody(k)}
+		r.Ops = append(ops, d.opBody(k))
 	case KindTxn:
 		r.Txn = true
 		flags := d.u8()
@@ -299,10 +311,10 @@ func Decode(p []byte) (Record, error) {
 		d.fail("%d trailing bytes", len(p)-d.off)
 	}
 	if d.err != nil {
-		return Record{}, d.err
+		return d.err
 	}
 	if r.Revision == 0 {
-		return Record{}, fmt.Errorf("%w: revision 0", ErrCorrupt)
+		return fmt.Errorf("%w: revision 0", ErrCorrupt)
 	}
-	return r, nil
+	return nil
 }

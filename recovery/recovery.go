@@ -79,6 +79,9 @@ func Recover(fsys vfs.FS, dir string, opts Options) (*Result, error) {
 	opts.WAL = opts.Bug.WAL(opts.WAL)
 	res := &Result{Map: record.NewMap()}
 	m := res.Map
+	// Loading and replaying need point lookups only: the ordered tree is
+	// built once, at the end, with the keys in order.
+	m.Defer()
 
 	// 1. What is there.
 	names, err := fsys.List(dir)
@@ -112,6 +115,7 @@ func Recover(fsys vfs.FS, dir string, opts Options) (*Result, error) {
 		m.SetRevision(res.Snapshot.Revision)
 	case errors.Is(err, fs.ErrNotExist):
 		m = record.NewMap()
+		m.Defer()
 		res.Map = m
 	default:
 		return nil, err
@@ -143,12 +147,12 @@ func Recover(fsys vfs.FS, dir string, opts Options) (*Result, error) {
 	// may end in a torn tail.
 	rd := &wal.Reader{FS: fsys, Dir: dir, MaxRecordSize: opts.WAL.MaxRecordSize}
 	var last wal.SegmentInfo
+	var rec record.Record // reused: a replay allocates nothing per record to decode
 	for i, s := range live {
 		newest := i == len(live)-1
 		file := wal.SegmentPath(dir, s)
 		info, err := rd.Scan(s, newest, func(r wal.Record) error {
-			rec, err := record.Decode(r.Payload)
-			if err != nil {
+			if err := record.DecodeInto(r.Payload, &rec); err != nil {
 				return &wal.CorruptError{Err: record.ErrCorrupt, File: file, Offset: r.Offset, Reason: err.Error()}
 			}
 			if lax {
@@ -175,6 +179,7 @@ func Recover(fsys vfs.FS, dir string, opts Options) (*Result, error) {
 			last = info
 		}
 	}
+	m.Build()
 	if last.Torn {
 		res.Torn, res.TornSegment, res.TornOffset, res.TornReason = true, last.Segment, last.End, last.TornReason
 	}

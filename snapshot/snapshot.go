@@ -188,6 +188,7 @@ func (r *byteReader) Read(p []byte) (int, error) {
 }
 
 type decoder struct {
+	buf  []byte // the current frame
 	name string
 	size int64
 	r    *bufio.Reader
@@ -219,7 +220,11 @@ func (d *decoder) frame() (byte, []byte, int64, error) {
 	if int64(n) > d.size-d.off || n > maxFrame {
 		return 0, nil, start, d.corrupt(start, "frame length %d past the end of the file", n)
 	}
-	p := make([]byte, n)
+	// One buffer serves every frame: entries copy out what they keep.
+	if cap(d.buf) < int(n) {
+		d.buf = make([]byte, n)
+	}
+	p := d.buf[:n]
 	if err := d.read(p); err != nil {
 		return 0, nil, start, err
 	}
@@ -313,8 +318,8 @@ func (d *decoder) run(metaFn func(Meta) error, entryFn func(*record.Entry) error
 	}
 }
 
-// decodeEntry parses an entry frame's payload. The entry's key and value
-// share p, which the caller owns.
+// decodeEntry parses an entry frame's payload into an entry that owns its
+// key and value (p is the decoder's reused frame buffer).
 func decodeEntry(p []byte) (*record.Entry, error) {
 	if len(p) < 28 {
 		return nil, fmt.Errorf("entry frame of %d bytes", len(p))
@@ -335,7 +340,12 @@ func decodeEntry(p []byte) (*record.Entry, error) {
 	if uint64(vl)+4 != uint64(len(rest)) {
 		return nil, fmt.Errorf("value length %d does not fill the frame", vl)
 	}
-	e.Value = rest[4:]
+	// Key and value in one allocation of exactly their size: the map keeps
+	// them for as long as the key lives.
+	kv := make([]byte, int(kl)+len(rest)-4)
+	n := copy(kv, e.Key)
+	copy(kv[n:], rest[4:])
+	e.Key, e.Value = kv[:n:n], kv[n:]
 	if e.CreateRev == 0 || e.Version < 1 {
 		return nil, fmt.Errorf("entry with create revision %d and version %d", e.CreateRev, e.Version)
 	}
