@@ -115,10 +115,6 @@ func (s *Store) Sync() error {
 		if f := s.failed.Load(); f != nil {
 			return fmt.Errorf("%w: %w", ErrFailed, *f)
 		}
-		s.drain()
-		if f := s.failed.Load(); f != nil {
-			return fmt.Errorf("%w: %w", ErrFailed, *f)
-		}
 		if err := s.w.Sync(); err != nil {
 			s.failStop(err)
 			return err

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"slices"
 	"time"
 
 	"github.com/kvstore/kv/record"
@@ -125,21 +124,14 @@ func (s *Store) run() {
 	}
 	batch := make([]*request, 0, 64)
 	for {
-		// While a sync is in flight the next group gathers in the channel.
-		reqs := s.reqs
-		if s.syncing {
-			reqs = nil
-		}
 		select {
-		case r := <-reqs:
+		case r := <-s.reqs:
 			batch = append(batch[:0], r)
 			batch = s.gather(batch)
 			s.commit(batch)
 			clear(batch)
 		case f := <-s.ctl:
 			f()
-		case err := <-s.syncDone:
-			s.synced(err)
 		case err := <-s.ckpt:
 			s.checkpointDone(err)
 		case <-tick:
@@ -159,7 +151,6 @@ func (s *Store) run() {
 				}
 				break
 			}
-			s.drain()
 			if s.ckpt != nil {
 				s.checkpointDone(<-s.ckpt)
 			}
@@ -186,7 +177,7 @@ func (s *Store) gather(batch []*request) []*request {
 	if len(batch) >= s.expect || s.expect <= 1 {
 		return batch
 	}
-	wait := min(time.Duration(s.lastSync.Load())/4, 200*time.Microsecond)
+	wait := min(s.lastSync/4, 200*time.Microsecond)
 	if wait <= 0 {
 		return batch
 	}
@@ -237,10 +228,7 @@ func (s *Store) commit(batch []*request) {
 		}
 		return
 	}
-	if !s.syncing && len(s.pending) == 0 {
-		// Nothing logged is waiting for a sync: the visible map is all.
-		clear(s.overlay)
-	}
+	clear(s.overlay) // every earlier group is visible by now
 	rev := s.lastRev
 	var changes []staged
 	var payloads [][]byte
@@ -336,36 +324,14 @@ func (s *Store) commit(batch []*request) {
 		offsets = append(offsets, len(s.buf))
 		s.buf = record.Append(s.buf, &rec)
 	}
-	g := &group{reqs: slices.Clone(batch), changes: changes, rev: rev}
-	pipelined := s.opts.Sync.kind == syncAlways && s.opts.Bug != recovery.BugAckBeforeSync && s.opts.Bug != recovery.BugNoSync
+	g := &group{reqs: batch, changes: changes, rev: rev}
 	if len(offsets) == 0 {
-		// Nothing to log. What these requests saw may still be waiting for
-		// a sync: answer them after it, in order.
-		if s.syncing || len(s.pending) > 0 {
-			s.pending = append(s.pending, g)
-			return
-		}
-		s.ack(g)
+		s.ack(g) // nothing to log; everything before is visible already
 		return
 	}
 	offsets = append(offsets, len(s.buf))
 	for i := 0; i+1 < len(offsets); i++ {
 		payloads = append(payloads, s.buf[offsets[i]:offsets[i+1]])
-	}
-	if pipelined {
-		// Write now; the sync runs beside the committer, which meanwhile
-		// evaluates and writes the next groups against the overlay.
-		if err := s.appendLog(payloads); err != nil {
-			s.failStop(err)
-			s.fail(g, err)
-			return
-		}
-		s.lastRev = rev
-		s.pending = append(s.pending, g)
-		if !s.syncing {
-			s.startSync()
-		}
-		return
 	}
 	if err := s.appendLog(payloads); err != nil {
 		s.failStop(err)
@@ -373,20 +339,40 @@ func (s *Store) commit(batch []*request) {
 		return
 	}
 	s.lastRev = rev
-	if s.opts.Bug == recovery.BugAckBeforeSync {
+	switch {
+	case s.opts.Bug == recovery.BugAckBeforeSync:
 		// The bug: acknowledge, and show, before the sync.
 		s.apply(g.changes, g.rev)
 		s.ack(g)
 		if err := s.w.Sync(); err != nil {
 			s.failStop(err)
 		}
-		s.maybeCheckpoint()
-		return
+	case s.opts.Sync.kind == syncAlways && s.opts.Bug != recovery.BugNoSync:
+		// The sync runs in the committer: the next group gathers in the
+		// channel meanwhile, and a lone writer pays no hand-off on top of
+		// its fdatasync.
+		start := time.Now()
+		err := s.w.Sync()
+		s.lastSync = time.Since(start)
+		if err != nil {
+			// Nothing that depended on the failed sync is acknowledged,
+			// even if a later sync would succeed: the kernel may have
+			// dropped it.
+			s.failStop(err)
+			s.fail(g, err)
+			return
+		}
+		s.stats.syncs.Add(1)
+		s.expect = len(g.reqs)
+		// Durable: make it visible, then acknowledge.
+		s.apply(g.changes, g.rev)
+		s.ack(g)
+	default:
+		// Never, Interval, or the no-sync bug: visible and acknowledged
+		// once written.
+		s.apply(g.changes, g.rev)
+		s.ack(g)
 	}
-	// Never, Interval, or the no-sync bug: visible and acknowledged once
-	// written.
-	s.apply(g.changes, g.rev)
-	s.ack(g)
 	s.maybeCheckpoint()
 }
 
@@ -417,70 +403,6 @@ func (s *Store) fail(g *group, err error) {
 	}
 }
 
-// startSync syncs the log in the background for the pending groups.
-func (s *Store) startSync() {
-	s.inflight, s.pending = s.pending, nil
-	s.syncing = true
-	go func() {
-		start := time.Now()
-		err := s.w.Sync()
-		s.lastSync.Store(int64(time.Since(start)))
-		s.syncDone <- err
-	}()
-}
-
-// synced runs in the committer when a background sync returns: the groups
-// it covered become visible and are acknowledged, in order.
-func (s *Store) synced(err error) {
-	s.syncing = false
-	groups := s.inflight
-	s.inflight = nil
-	if err != nil {
-		// Nothing that depended on the failed sync is acknowledged, even
-		// if a later sync would succeed: the kernel may have dropped it.
-		s.failStop(err)
-		for _, g := range append(groups, s.pending...) {
-			s.fail(g, err)
-		}
-		s.pending = nil
-		clear(s.overlay)
-		return
-	}
-	s.stats.syncs.Add(1)
-	s.mu.Lock()
-	s.expect = 0
-	for _, g := range groups {
-		s.applyLocked(g.changes, g.rev)
-		s.expect += len(g.reqs)
-	}
-	s.mu.Unlock()
-	for _, g := range groups {
-		for _, c := range g.changes {
-			// Drop what the map now shows, unless a later group changed it.
-			if e, ok := s.overlay[c.key]; ok && e == c.ov {
-				delete(s.overlay, c.key)
-			}
-		}
-		s.ack(g)
-	}
-	if len(s.pending) > 0 {
-		s.startSync()
-		return
-	}
-	s.maybeCheckpoint()
-}
-
-// drain waits until every logged group is synced and acknowledged.
-func (s *Store) drain() {
-	for s.syncing {
-		s.synced(<-s.syncDone)
-	}
-	for _, g := range s.pending { // groups that logged nothing
-		s.ack(g)
-	}
-	s.pending = nil
-}
-
 // apply makes a group's changes visible to readers.
 func (s *Store) apply(changes []staged, rev Revision) {
 	s.mu.Lock()
@@ -502,9 +424,6 @@ func (s *Store) applyLocked(changes []staged, rev Revision) {
 // maybeCheckpoint starts a background checkpoint when enough log has
 // accumulated since the last one.
 func (s *Store) maybeCheckpoint() {
-	if s.syncing || len(s.pending) > 0 {
-		return // a checkpoint's clone must hold everything logged before it
-	}
 	if cb := s.opts.checkpointBytes(); cb > 0 && s.sinceSnap >= cb && s.ckpt == nil {
 		s.startCheckpoint()
 	}
@@ -564,7 +483,6 @@ func (s *Store) failStop(err error) {
 // and writes the snapshot in the background. Writers wait only for the
 // rotation.
 func (s *Store) startCheckpoint() {
-	s.drain() // the clone must hold every record of the sealed segments
 	if s.failed.Load() != nil {
 		return
 	}

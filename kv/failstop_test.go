@@ -123,12 +123,12 @@ func failedSyncGroup(t *testing.T, bug recovery.Bug) (problems []string) {
 		errorf("Close after a fail-stop: %v (the failure was reported to the writes)", err)
 	}
 
-	// A failed write's outcome is unknown, not "not written": the group
-	// was written to the log while X's sync was in flight (group commits
-	// are pipelined), and that sync may have carried it to the disk. So
-	// after a power loss or a process crash, recovery may replay the whole
-	// group (one record each, in order), or none of it; never a part out
-	// of order, and never anything acknowledged missing.
+	// A failed write's outcome is unknown, not "not written": its bytes
+	// were written to the log before the failed sync, and a kernel may have
+	// carried them to the disk all the same. So after a power loss or a
+	// process crash, recovery may replay the whole group (one record each,
+	// in order), or none of it; never a part out of order, and never
+	// anything acknowledged missing.
 	withGroup := map[string]string{"x": "X", "b": "1", "c": "C"}
 	r := reopen(t, mem.CrashClone(), kv.Options{})
 	if got := dumpStore(r); !mapsEqual(got, want) && !mapsEqual(got, withGroup) {

@@ -58,13 +58,9 @@ type Store struct {
 	ckptWait  []chan error             // Checkpoint callers waiting for it
 	overlay   map[string]*record.Entry // changes logged but not yet visible
 	buf       []byte
-	lastRev   Revision     // the last revision given to a record
-	pending   []*group     // logged, waiting for the next sync
-	inflight  []*group     // logged, covered by the sync in flight
-	syncing   bool         // a background sync is in flight
-	syncDone  chan error   // its outcome
-	expect    int          // requests in the last acknowledged groups
-	lastSync  atomic.Int64 // duration of the last background sync, ns
+	lastRev   Revision      // the last revision given to a record
+	expect    int           // requests in the last synced group
+	lastSync  time.Duration // how long the last sync took
 
 	stats    statCounters
 	recovery recovery.Result
@@ -107,7 +103,6 @@ func OpenContext(ctx context.Context, dir string, opts *Options) (*Store, error)
 	}
 	s.overlay = map[string]*record.Entry{}
 	s.lastRev = s.m.Revision()
-	s.syncDone = make(chan error, 1)
 	s.reqs = make(chan *request, 1024)
 	s.ctl = make(chan func())
 	s.quit = make(chan struct{})
