@@ -98,6 +98,15 @@ func (m *Map) Build() {
 	}
 }
 
+// Reserve sizes an empty map's hash index for n keys, as when loading a
+// snapshot whose entry count is known: an index grown by doubling can hold
+// twice the slots it needs. Callers bound n by what the input can hold.
+func (m *Map) Reserve(n int) {
+	if m.idx != nil && len(m.idx) == 0 && n > 0 {
+		m.idx = make(map[string]*Entry, n)
+	}
+}
+
 // Revision returns the revision of the last record applied.
 func (m *Map) Revision() Revision { return m.rev }
 

@@ -107,7 +107,15 @@ func Recover(fsys vfs.FS, dir string, opts Options) (*Result, error) {
 
 	// 2. Load the snapshot, if any, verifying it whole.
 	err = snapshot.Read(fsys, dir,
-		func(meta snapshot.Meta) error { res.Snapshot = meta; return nil },
+		func(meta snapshot.Meta) error {
+			res.Snapshot = meta
+			// Size the index for the entries, but never past what the
+			// file can hold: a damaged count must not allocate.
+			if fi, err := fsys.Stat(path.Join(dir, snapshot.Name)); err == nil {
+				m.Reserve(int(min(meta.Count, uint64(fi.Size()/snapshot.MinEntrySize))))
+			}
+			return nil
+		},
 		func(e *record.Entry) error { m.Load(e); return nil })
 	switch {
 	case err == nil:

@@ -35,6 +35,10 @@ const (
 	// maxFrame bounds a frame's payload, so that a damaged length cannot
 	// make a reader allocate without limit.
 	maxFrame = 1 << 30
+	// MinEntrySize is the smallest an entry frame can be on disk (header,
+	// revisions, two lengths, a one-byte key): a file of n bytes holds at
+	// most n/MinEntrySize entries.
+	MinEntrySize = frameHeaderSize + 24 + 4 + 1 + 4
 )
 
 var magic = [6]byte{'K', 'V', 'S', 'N', 'A', 'P'}
