@@ -12,6 +12,7 @@ package killtest
 // can); what it checks is the real binary under real timing.
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"slices"
@@ -265,4 +266,38 @@ func (r *KillResult) WriteReport(w io.Writer) {
 	if r.Dir != "" {
 		fmt.Fprintf(w, "work directory kept: %s\n", r.Dir)
 	}
+}
+
+// killRuns runs run for i = 1..runs, recording failures, reporting
+// progress, and stopping on an interrupt or after stopAfterBad bad
+// outcomes. It returns whether a failure means the work directory must be
+// kept.
+func (r *KillResult) killRuns(ctx context.Context, runs, stopAfterBad int, progress func(KillProgress),
+	run func(i int) (*KillFailure, error)) (keep bool, err error) {
+	for i := 1; i <= runs; i++ {
+		if ctx.Err() != nil {
+			r.Interrupted = true
+			break
+		}
+		f, err := run(i)
+		if err != nil {
+			if ctx.Err() != nil {
+				r.Interrupted = true
+				break
+			}
+			return keep, err
+		}
+		if f != nil {
+			keep = true
+			r.Failures = append(r.Failures, *f)
+		}
+		if progress != nil {
+			progress(KillProgress{Done: r.Runs, Total: runs, Killed: r.Killed, Bad: r.Bad()})
+		}
+		if stopAfterBad > 0 && r.Bad() >= stopAfterBad {
+			r.Stopped = r.Runs < runs
+			break
+		}
+	}
+	return keep, nil
 }

@@ -336,11 +336,7 @@ func KillRecovery(ctx context.Context, o KillRecoveryOptions) (*KillResult, erro
 
 	good := "same map as a recovery without crash"
 	r.outcome(good, false)
-	for i := 1; i <= runs; i++ {
-		if ctx.Err() != nil {
-			r.Interrupted = true
-			break
-		}
+	keep, err := r.killRuns(ctx, runs, o.StopAfterBad, o.Progress, func(i int) (*KillFailure, error) {
 		rng := rand.New(rand.NewPCG(r.Seed, uint64(i)))
 		lo, hi := win.bounds()
 		if i == 1 || lo < r.MinDelay {
@@ -348,25 +344,11 @@ func KillRecovery(ctx context.Context, o KillRecoveryOptions) (*KillResult, erro
 		}
 		r.MaxDelay = max(r.MaxDelay, hi)
 		delay := win.draw(rng)
-		f, err := killRecoveryRun(ctx, o, root, prep, prepTree, want, i, delay, win, r)
-		if err != nil {
-			if ctx.Err() != nil {
-				r.Interrupted = true
-				break
-			}
-			return r, err
-		}
-		if f != nil {
-			keepRoot = true
-			r.Failures = append(r.Failures, *f)
-		}
-		if o.Progress != nil {
-			o.Progress(KillProgress{Done: r.Runs, Total: runs, Killed: r.Killed, Bad: r.Bad()})
-		}
-		if o.StopAfterBad > 0 && r.Bad() >= o.StopAfterBad {
-			r.Stopped = r.Runs < runs
-			break
-		}
+		return killRecoveryRun(ctx, o, root, prep, prepTree, want, i, delay, win, r)
+	})
+	keepRoot = keepRoot || keep
+	if err != nil {
+		return r, err
 	}
 	return r, nil
 }

@@ -357,31 +357,13 @@ func KillWrites(ctx context.Context, o KillWritesOptions) (*KillResult, error) {
 
 	good := "map of a prefix of the operations that holds every acknowledged one"
 	r.outcome(good, false)
-	for i := 1; i <= runs; i++ {
-		if ctx.Err() != nil {
-			r.Interrupted = true
-			break
-		}
+	keep, err := r.killRuns(ctx, runs, o.StopAfterBad, o.Progress, func(i int) (*KillFailure, error) {
 		rng := rand.New(rand.NewPCG(r.Seed, uint64(i)))
-		f, err := killWritesRun(ctx, o, root, ops, prefixes, i, rng, wins, chain, good, r)
-		if err != nil {
-			if ctx.Err() != nil {
-				r.Interrupted = true
-				break
-			}
-			return r, err
-		}
-		if f != nil {
-			keepRoot = true
-			r.Failures = append(r.Failures, *f)
-		}
-		if o.Progress != nil {
-			o.Progress(KillProgress{Done: r.Runs, Total: runs, Killed: r.Killed, Bad: r.Bad()})
-		}
-		if o.StopAfterBad > 0 && r.Bad() >= o.StopAfterBad {
-			r.Stopped = r.Runs < runs
-			break
-		}
+		return killWritesRun(ctx, o, root, ops, prefixes, i, rng, wins, chain, good, r)
+	})
+	keepRoot = keepRoot || keep
+	if err != nil {
+		return r, err
 	}
 	return r, nil
 }
