@@ -189,11 +189,22 @@ func (m *Map) All(start, end []byte) iter.Seq[*Entry] {
 // check that r.Revision follows the map's revision; callers do.
 func (m *Map) Apply(r *Record) error {
 	if len(r.Ops) == 1 {
-		e, err := Next(m.current(r.Ops[0].Key, nil), &r.Ops[0], r.Revision)
+		old := m.current(r.Ops[0].Key, nil)
+		e, err := Next(old, &r.Ops[0], r.Revision)
 		if err != nil {
 			return err
 		}
-		m.set(r.Ops[0].Key, e)
+		if e != nil && m.t == nil && (old == nil || unsafe.SliceData(old.Key) == unsafe.SliceData(e.Key)) {
+			// The replay fast path: a new key, or a new version sharing its
+			// key bytes, into the index alone: one hash-map write.
+			m.idx[keyString(e.Key)] = e
+			m.bytes += int64(len(e.Key) + len(e.Value))
+			if old != nil {
+				m.bytes -= int64(len(old.Key) + len(old.Value))
+			}
+		} else {
+			m.set(r.Ops[0].Key, e)
+		}
 		m.rev = r.Revision
 		return nil
 	}
