@@ -24,15 +24,14 @@ type Entry struct {
 	Version   int64    // number of changes since creation, 1 when created
 }
 
-// item is what the ordered tree holds: the entry and the first eight bytes
-// of its key, big-endian, so that most comparisons need not follow the
-// pointer to the key (a cache miss each, in a big map).
+// item is what the ordered tree holds: the entry. (An 8-byte key prefix
+// beside the pointer would save cache misses in comparisons, but at the
+// tree's fill it costs 16 bytes a key.)
 type item struct {
-	prefix uint64
-	e      *Entry
+	e *Entry
 }
 
-func itemOf(e *Entry) item { return item{keyPrefix(e.Key), e} }
+func itemOf(e *Entry) item { return item{e} }
 
 func keyPrefix(k []byte) uint64 {
 	var p [8]byte
@@ -40,12 +39,7 @@ func keyPrefix(k []byte) uint64 {
 	return binary.BigEndian.Uint64(p[:])
 }
 
-func lessItem(a, b item) bool {
-	if a.prefix != b.prefix {
-		return a.prefix < b.prefix
-	}
-	return bytes.Compare(a.e.Key, b.e.Key) < 0
-}
+func lessItem(a, b item) bool { return bytes.Compare(a.e.Key, b.e.Key) < 0 }
 
 // Map is the store's state: keys ordered by their bytes, and the revision
 // of the last record applied. It keeps a hash index for point lookups next
@@ -82,11 +76,15 @@ func (m *Map) Build() {
 	if m.t != nil {
 		return
 	}
-	items := make([]item, 0, len(m.idx))
-	for _, e := range m.idx {
-		items = append(items, itemOf(e))
+	type sortItem struct {
+		prefix uint64
+		e      *Entry
 	}
-	slices.SortFunc(items, func(a, b item) int {
+	items := make([]sortItem, 0, len(m.idx))
+	for _, e := range m.idx {
+		items = append(items, sortItem{keyPrefix(e.Key), e})
+	}
+	slices.SortFunc(items, func(a, b sortItem) int {
 		if a.prefix != b.prefix {
 			return cmp.Compare(a.prefix, b.prefix)
 		}
@@ -94,7 +92,7 @@ func (m *Map) Build() {
 	})
 	m.t = newTree()
 	for _, it := range items {
-		m.t.ReplaceOrInsert(it)
+		m.t.ReplaceOrInsert(item{it.e})
 	}
 }
 
@@ -138,7 +136,7 @@ func (m *Map) Get(key []byte) (*Entry, bool) {
 		e, ok := m.idx[string(key)]
 		return e, ok
 	}
-	it, ok := m.t.Get(item{keyPrefix(key), &Entry{Key: key}})
+	it, ok := m.t.Get(item{&Entry{Key: key}})
 	return it.e, ok
 }
 
@@ -174,7 +172,7 @@ func (m *Map) All(start, end []byte) iter.Seq[*Entry] {
 	m.Build()
 	t := m.t
 	return func(yield func(*Entry) bool) {
-		t.AscendGreaterOrEqual(item{keyPrefix(start), &Entry{Key: start}}, func(it item) bool {
+		t.AscendGreaterOrEqual(item{&Entry{Key: start}}, func(it item) bool {
 			if end != nil && bytes.Compare(it.e.Key, end) >= 0 {
 				return false
 			}
@@ -310,7 +308,7 @@ func (m *Map) Delete(key []byte) {
 	}
 	if m.t != nil {
 		var it item
-		it, ok = m.t.Delete(item{keyPrefix(key), &Entry{Key: key}})
+		it, ok = m.t.Delete(item{&Entry{Key: key}})
 		old = it.e
 	}
 	if ok {
