@@ -1,0 +1,145 @@
+package main
+
+import (
+	"bytes"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/kvstore/kv/bench/engine"
+)
+
+// fakeEngine is a map with a bug switch, to show that the workloads'
+// checks catch what they claim to.
+type fakeEngine struct {
+	m   map[string][]byte
+	bug string
+}
+
+func (f *fakeEngine) Put(k, v []byte) error {
+	if _, ok := f.m[string(k)]; ok && f.bug == "lost-put" && k[0]&1 == 0 {
+		return nil // an overwrite of half the keys is lost
+	}
+	f.m[string(k)] = bytes.Clone(v)
+	return nil
+}
+
+func (f *fakeEngine) PutBatch(ks, vs [][]byte) error {
+	for i := range ks {
+		f.Put(ks[i], vs[i])
+	}
+	return nil
+}
+
+func (f *fakeEngine) Get(k []byte, fn func([]byte)) error {
+	v, ok := f.m[string(k)]
+	if !ok {
+		return engine.ErrNotFound
+	}
+	if f.bug == "corrupt" {
+		v = bytes.Clone(v)
+		v[len(v)-1] ^= 1
+	}
+	fn(v)
+	return nil
+}
+
+func (f *fakeEngine) Scan(fn func(k, v []byte) bool) error {
+	keys := make([]string, 0, len(f.m))
+	for k := range f.m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	switch f.bug {
+	case "unordered":
+		keys[0], keys[1] = keys[1], keys[0]
+	case "short-scan":
+		keys = keys[1:]
+	}
+	for _, k := range keys {
+		if !fn([]byte(k), f.m[k]) {
+			break
+		}
+	}
+	return nil
+}
+
+func (f *fakeEngine) Add([]byte, int64) (int64, error) { return 0, engine.ErrUnsupported }
+func (f *fakeEngine) Sync() error                      { return nil }
+func (f *fakeEngine) Close() error                     { return nil }
+
+func TestChecksCatchBugs(t *testing.T) {
+	const n = 100
+	for _, tc := range []struct {
+		bug     string
+		wantErr string // "" for none
+	}{
+		{"", ""},
+		{"corrupt", "damaged"},
+		{"unordered", "out of order"},
+		{"short-scan", "found 99 keys"},
+		{"lost-put", "generation"},
+	} {
+		t.Run("bug="+tc.bug, func(t *testing.T) {
+			e := &fakeEngine{m: map[string][]byte{}, bug: tc.bug}
+			k, v := make([]byte, keySize), make([]byte, valueSize)
+			for i := range n {
+				dataKey(k, i)
+				e.Put(k, value(v, k, 0))
+			}
+			for i := range n {
+				dataKey(k, i)
+				e.Put(k, value(v, k, 1))
+			}
+			var err error
+			for i := 0; i < n && err == nil; i++ {
+				err = expectGen(e, dataKey(k, i), 1)
+			}
+			if err == nil {
+				err = checkScan(e, n)
+			}
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Fatalf("correct engine failed a check: %v", err)
+			case tc.wantErr != "" && err == nil:
+				t.Fatalf("bug %s not caught", tc.bug)
+			case tc.wantErr != "" && !strings.Contains(err.Error(), tc.wantErr):
+				t.Fatalf("bug %s caught as %q, want it to mention %q", tc.bug, err, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestValue(t *testing.T) {
+	k, v := make([]byte, keySize), make([]byte, valueSize)
+	dataKey(k, 42)
+	if gen, err := checkValue(k, value(v, k, 7)); err != nil || gen != 7 {
+		t.Fatalf("checkValue(value(gen 7)) = %d, %v", gen, err)
+	}
+	other := dataKey(make([]byte, keySize), 43)
+	if _, err := checkValue(other, v); err == nil {
+		t.Fatal("another key's value passed")
+	}
+	if _, err := checkValue(k, v[:99]); err == nil {
+		t.Fatal("a short value passed")
+	}
+}
+
+func TestDataKeysDistinct(t *testing.T) {
+	seen := map[string]bool{}
+	k := make([]byte, keySize)
+	for i := range 100_000 {
+		s := string(dataKey(k, i))
+		if seen[s] {
+			t.Fatalf("key %d repeats", i)
+		}
+		seen[s] = true
+	}
+}
+
+func TestKVLogBytesPerPut(t *testing.T) {
+	// 24-byte WAL header; kind, revision, key and value with their lengths.
+	if got, want := kvLogBytesPerPut(), 24+1+8+4+keySize+4+valueSize; got != want {
+		t.Fatalf("kvLogBytesPerPut() = %d, want %d", got, want)
+	}
+}

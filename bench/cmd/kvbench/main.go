@@ -1,0 +1,335 @@
+// Command kvbench runs the same workloads on this module's kv store, its
+// peers (pebble, bbolt, badger) and a raw append+fdatasync file, in one
+// run, and prints a markdown table of medians, ranges and ratios.
+//
+// Engines run interleaved (kv pebble bbolt badger raw, kv pebble …), each
+// workload of each engine in a process of its own (the program re-runs
+// itself with a hidden flag), so that one engine's heap and page cache
+// state do not tax the next and each peak RSS is its own.
+//
+//	go run ./cmd/kvbench                 # the full run: 1M keys, 256 MiB, 3 rounds
+//	go run ./cmd/kvbench -short          # CI's smoke test: small sizes, 1 round
+//
+// Every workload checks what it reads back (values, counts, scan order)
+// and the run fails if any check does; no timing is asserted.
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/kvstore/kv/bench/engine"
+)
+
+// config is the size of a run; every child gets a copy.
+type config struct {
+	Keys         int           `json:"keys"`          // data set for load, reopen, gets, scan, mixed
+	Batch        int           `json:"batch"`         // pairs per batch in the bulk load
+	PutDur       time.Duration `json:"put_dur"`       // per writer count and engine
+	ReadDur      time.Duration `json:"read_dur"`      // per Get goroutine count and engine
+	MixedDur     time.Duration `json:"mixed_dur"`     // per engine
+	ReplayBytes  int64         `json:"replay_bytes"`  // of the kv store's log; the others get the same writes
+	Rounds       int           `json:"rounds"`        // of every workload but replay
+	ReplayRounds int           `json:"replay_rounds"` // of the replay workload
+	Writers      []int         `json:"writers"`       // concurrent writers of the put workload
+}
+
+func main() {
+	child := flag.String("child", "", "")
+	short := flag.Bool("short", false, "small sizes and 1 round: the CI smoke test (about 20 s)")
+	keys := flag.Int("keys", 1_000_000, "keys in the data set")
+	rounds := flag.Int("rounds", 3, "rounds of every workload but replay")
+	replayRounds := flag.Int("replay-rounds", 3, "rounds of the 256 MiB replay workload")
+	replayMiB := flag.Int64("replay-mib", 256, "MiB of kv log for the replay workload")
+	putDur := flag.Duration("put-dur", 3*time.Second, "duration of each durable-put run")
+	readDur := flag.Duration("read-dur", 3*time.Second, "duration of each random-Get run")
+	mixedDur := flag.Duration("mixed-dur", 3*time.Second, "duration of each mixed run")
+	engines := flag.String("engines", strings.Join(engine.Names, ","), "engines to run, comma-separated")
+	dir := flag.String("dir", "", "directory for the stores (default: a new temporary directory, removed at the end)")
+	out := flag.String("out", "", "also write the markdown report to this file")
+	profile := flag.String("profile", "", "write a CPU profile of every child process into this directory")
+	save := flag.String("json", "", "also write every figure of every round to this file, for -report")
+	from := flag.String("report", "", "print the report of a run saved with -json, and run nothing")
+	flag.Usage = func() {
+		fmt.Fprintf(flag.CommandLine.Output(), "usage: kvbench [flags]\n\n")
+		flag.VisitAll(func(f *flag.Flag) {
+			if f.Name == "child" {
+				return
+			}
+			fmt.Fprintf(flag.CommandLine.Output(), "  -%s\t%s (default %q)\n", f.Name, f.Usage, f.DefValue)
+		})
+	}
+	flag.Parse()
+	if *child != "" {
+		if err := runChild(*child); err != nil {
+			fmt.Fprintln(os.Stderr, "kvbench:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if *from != "" {
+		if err := rerender(*from, *out); err != nil {
+			fmt.Fprintln(os.Stderr, "kvbench:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	c := config{
+		Keys: *keys, Batch: 1000, PutDur: *putDur, ReadDur: *readDur, MixedDur: *mixedDur,
+		ReplayBytes: *replayMiB << 20, Rounds: *rounds, ReplayRounds: *replayRounds,
+		Writers: []int{1, 16, 64},
+	}
+	if *short {
+		c = config{
+			Keys: 20_000, Batch: 1000, PutDur: 200 * time.Millisecond, ReadDur: 200 * time.Millisecond,
+			MixedDur: 200 * time.Millisecond, ReplayBytes: 4 << 20, Rounds: 1, ReplayRounds: 1,
+			Writers: c.Writers,
+		}
+	}
+	names := strings.Split(*engines, ",")
+	for _, n := range names {
+		if !slices.Contains(engine.Names, n) {
+			fmt.Fprintf(os.Stderr, "kvbench: unknown engine %q (have %v)\n", n, engine.Names)
+			os.Exit(2)
+		}
+	}
+	if err := run(c, names, *dir, *out, *profile, *save); err != nil {
+		fmt.Fprintln(os.Stderr, "kvbench:", err)
+		os.Exit(1)
+	}
+}
+
+// runner runs the children of one run and collects their figures.
+type runner struct {
+	c       config
+	engines []string
+	exe     string
+	base    string
+	profile string // directory for CPU profiles, or ""
+	cur     int    // the round running
+	start   time.Time
+	res     results
+}
+
+func run(c config, engines []string, dir, out, profile, save string) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	base := dir
+	if base == "" {
+		if base, err = os.MkdirTemp("", "kvbench-"); err != nil {
+			return err
+		}
+		defer os.RemoveAll(base)
+	} else if err := os.MkdirAll(base, 0o755); err != nil {
+		return err
+	}
+	if profile != "" {
+		if profile, err = filepath.Abs(profile); err != nil {
+			return err
+		}
+		if err := os.MkdirAll(profile, 0o755); err != nil {
+			return err
+		}
+	}
+	r := &runner{c: c, engines: engines, exe: exe, base: base, profile: profile, start: time.Now(), res: results{}}
+	r.progress("start: %d keys, batches of %d, %d MiB replay, %d rounds (%d of replay), engines %v, in %s",
+		c.Keys, c.Batch, c.ReplayBytes>>20, c.Rounds, c.ReplayRounds, engines, base)
+	for round := range max(c.Rounds, c.ReplayRounds) {
+		r.cur = round
+		if round < c.Rounds {
+			if err := r.round(round); err != nil {
+				return err
+			}
+		}
+		if round < c.ReplayRounds {
+			if err := r.replayRound(round); err != nil {
+				return err
+			}
+		}
+	}
+	r.progress("done")
+	if save != "" {
+		b, err := json.MarshalIndent(saved{Config: c, Engines: engines, Results: r.res}, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(save, b, 0o644); err != nil {
+			return err
+		}
+	}
+	return writeReport(c, engines, r.res, out)
+}
+
+// saved is a run's figures as -json writes them.
+type saved struct {
+	Config  config   `json:"config"`
+	Engines []string `json:"engines"`
+	Results results  `json:"results"`
+}
+
+// rerender prints the report of a run saved with -json.
+func rerender(name, out string) error {
+	b, err := os.ReadFile(name)
+	if err != nil {
+		return err
+	}
+	var s saved
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	return writeReport(s.Config, s.Engines, s.Results, out)
+}
+
+// writeReport prints the report on stdout and, if out is set, writes it
+// there too.
+func writeReport(c config, engines []string, res results, out string) error {
+	var buf bytes.Buffer
+	report(&buf, c, engines, res)
+	if _, err := io.Copy(os.Stdout, bytes.NewReader(buf.Bytes())); err != nil {
+		return err
+	}
+	if out != "" {
+		return os.WriteFile(out, buf.Bytes(), 0o644)
+	}
+	return nil
+}
+
+func (r *runner) progress(format string, a ...any) {
+	fmt.Fprintf(os.Stderr, "kvbench [%s] %s\n", time.Since(r.start).Round(time.Second), fmt.Sprintf(format, a...))
+}
+
+// child runs t in a new process and returns its figures.
+func (r *runner) child(t task) (result, error) {
+	t.Config = r.c
+	if r.profile != "" {
+		name := fmt.Sprintf("%s-%s", t.Name, t.Engine)
+		if t.Writers > 0 {
+			name += fmt.Sprintf("-%d", t.Writers)
+		}
+		t.Profile = filepath.Join(r.profile, fmt.Sprintf("%s-r%d.pprof", name, r.cur+1))
+	}
+	arg, err := json.Marshal(t)
+	if err != nil {
+		return result{}, err
+	}
+	cmd := exec.Command(r.exe, "-child", string(arg))
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return result{}, fmt.Errorf("%s on %s: %w", t.Name, t.Engine, err)
+	}
+	var res result
+	if err := json.Unmarshal(out, &res); err != nil {
+		return result{}, fmt.Errorf("%s on %s: bad child output %q: %w", t.Name, t.Engine, out, err)
+	}
+	return res, nil
+}
+
+// record stores res's figures for engine in round, each name prefixed.
+func (r *runner) record(engine string, round int, prefix string, res result) {
+	for k, v := range res.Metrics {
+		r.res.add(engine, prefix+k, round, v)
+	}
+}
+
+func (r *runner) dir(parts ...string) string {
+	return filepath.Join(append([]string{r.base}, parts...)...)
+}
+
+// round runs one round of the put, load, reopen, get, scan and mixed
+// workloads, every engine in turn for each.
+func (r *runner) round(round int) error {
+	tag := fmt.Sprintf("round %d/%d", round+1, r.c.Rounds)
+	for _, w := range r.c.Writers {
+		for _, e := range r.engines {
+			d := r.dir(fmt.Sprintf("puts-%s-%d", e, w))
+			res, err := r.child(task{Name: "puts", Engine: e, Dir: d, Writers: w})
+			os.RemoveAll(d)
+			if err != nil {
+				return err
+			}
+			r.record(e, round, fmt.Sprintf("put%d.", w), res)
+			r.progress("%s puts, %-10s %-6s %s/s, p50 %s, p99 %s (%s)", tag, writersName(w), e,
+				fmtCount(res.Metrics["ops"]), fmtDur(res.Metrics["p50"]), fmtDur(res.Metrics["p99"]), res.Note)
+		}
+	}
+	for _, e := range r.engines {
+		d := r.dir("load-" + e)
+		res, err := r.child(task{Name: "load", Engine: e, Dir: d})
+		if err != nil {
+			return err
+		}
+		r.record(e, round, "load.", res)
+		r.progress("%s load %d keys, %-6s %s, peak RSS %s (%.0f B/key)", tag, r.c.Keys, e,
+			fmtDur(res.Metrics["s"]), fmtMiB(res.Metrics["rss"]), res.Metrics["rsskey"])
+	}
+	for _, e := range r.engines {
+		d := r.dir("load-" + e)
+		if e == "raw" {
+			os.RemoveAll(d)
+			continue
+		}
+		res, err := r.child(task{Name: "reopen", Engine: e, Dir: d})
+		os.RemoveAll(d)
+		if err != nil {
+			return err
+		}
+		r.record(e, round, "", res)
+		m := res.Metrics
+		r.progress("%s reopen %-6s %s; get %s/s, 2 goroutines %s/s; scan %s; mixed %s/s, p99 %s", tag, e,
+			fmtDur(m["reopen.s"]), fmtCount(m["get1.ops"]), fmtCount(m["get2.ops"]), fmtDur(m["scan.s"]),
+			fmtCount(m["mixed.ops"]), fmtDur(m["mixed.p99"]))
+	}
+	return nil
+}
+
+// replayRound measures the raw read bandwidth, then, engine by engine,
+// lays out ReplayBytes of small writes and times the open that replays
+// them.
+func (r *runner) replayRound(round int) error {
+	tag := fmt.Sprintf("replay round %d/%d", round+1, r.c.ReplayRounds)
+	if slices.Contains(r.engines, "raw") {
+		d := r.dir("readbw")
+		res, err := r.child(task{Name: "readbw", Engine: "raw", Dir: d})
+		os.RemoveAll(d)
+		if err != nil {
+			return err
+		}
+		r.record("raw", round, "", res)
+		r.progress("%s raw sequential read of %d MiB: %.0f MB/s cold, %.0f MB/s from the page cache", tag,
+			r.c.ReplayBytes>>20, res.Metrics["readbw.cold"], res.Metrics["readbw.hot"])
+	}
+	for _, e := range r.engines {
+		if e == "raw" {
+			continue
+		}
+		d := r.dir("replay-" + e)
+		w, err := r.child(task{Name: "replaywrite", Engine: e, Dir: d})
+		if err != nil {
+			os.RemoveAll(d)
+			return err
+		}
+		r.record(e, round, "replay.", w)
+		res, err := r.child(task{Name: "replayopen", Engine: e, Dir: d})
+		os.RemoveAll(d)
+		if err != nil {
+			return err
+		}
+		r.record(e, round, "", res)
+		r.progress("%s %-6s %d writes in %s; reopen %s (%.0f MB/s), %s on disk", tag, e,
+			int(w.Metrics["writes"]), fmtDur(w.Metrics["write.s"]), fmtDur(res.Metrics["replay.s"]),
+			res.Metrics["replay.mbs"], fmtMiB(res.Metrics["replay.bytes"]))
+	}
+	return nil
+}
