@@ -24,10 +24,7 @@ something is corrupt.`,
 		Example: `  kv data check`,
 		Args:    args(1, 1),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			if err := requireDir(a[0]); err != nil {
-				return err
-			}
-			rep, err := recovery.Check(vfs.OS, a[0])
+			rep, err := checkDir(a[0])
 			if err != nil {
 				return err
 			}
@@ -81,10 +78,7 @@ keys and their bytes. Like check, it writes nothing.`,
   kv data stat --json`,
 		Args: args(1, 1),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			if err := requireDir(a[0]); err != nil {
-				return err
-			}
-			rep, err := recovery.Check(vfs.OS, a[0])
+			rep, err := checkDir(a[0])
 			if err != nil {
 				return err
 			}
@@ -168,4 +162,12 @@ func statJSON(rep *recovery.Report) any {
 		out.Segments = append(out.Segments, j)
 	}
 	return out
+}
+
+// checkDir runs recovery.Check on an existing data directory.
+func checkDir(dir string) (*recovery.Report, error) {
+	if err := requireDir(dir); err != nil {
+		return nil, err
+	}
+	return recovery.Check(vfs.OS, dir)
 }

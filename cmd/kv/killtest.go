@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -101,24 +102,13 @@ machine where the whole recovery took a few milliseconds.`,
   kv killtest recovery --seed 1234 --keep               # replay, keep every directory`,
 		Args: args(0, 0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			bin, err := o.kvBinary()
-			if err != nil {
-				return err
-			}
-			if _, err := recovery.ParseBug(g.bug); err != nil {
-				return usageError{err}
-			}
-			w := cmd.OutOrStdout()
-			pr := killtest.NewKillPrinter(w, "recovery kills")
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
-			defer stop()
-			res, err := killtest.KillRecovery(ctx, killtest.KillRecoveryOptions{
-				Binary: bin, Runs: o.runs, Ops: o.ops, MinDelay: minDelay, MaxDelay: o.maxDelay, Bug: g.bug,
-				Seed: o.seed, Dir: o.dir, Keep: o.keep, StopAfterBad: o.stopAfterBad,
-				Progress: pr.Progress, Note: pr.Note,
+			return o.run(cmd, g, "recovery kills", func(ctx context.Context, bin string, pr *killtest.KillPrinter) (*killtest.KillResult, error) {
+				return killtest.KillRecovery(ctx, killtest.KillRecoveryOptions{
+					Binary: bin, Runs: o.runs, Ops: o.ops, MinDelay: minDelay, MaxDelay: o.maxDelay, Bug: g.bug,
+					Seed: o.seed, Dir: o.dir, Keep: o.keep, StopAfterBad: o.stopAfterBad,
+					Progress: pr.Progress, Note: pr.Note,
+				})
 			})
-			pr.Done()
-			return killtestReport(w, res, err, o.expectBad)
 		},
 	}
 	o.flags(c, 500, 17, "operations in the workload (17: the article's; more fill more segments before them)")
@@ -155,30 +145,39 @@ operation. The recoveries of the chain are killed likewise.`,
   kv killtest writes --bug double-apply --chain 3 --expect-bad`,
 		Args: args(0, 0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			bin, err := o.kvBinary()
-			if err != nil {
-				return err
-			}
-			if _, err := recovery.ParseBug(g.bug); err != nil {
-				return usageError{err}
-			}
-			w := cmd.OutOrStdout()
-			pr := killtest.NewKillPrinter(w, "writer kills")
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
-			defer stop()
-			res, err := killtest.KillWrites(ctx, killtest.KillWritesOptions{
-				Binary: bin, Runs: o.runs, Ops: o.ops, Chain: chain, MaxDelay: o.maxDelay, Bug: g.bug,
-				Seed: o.seed, Dir: o.dir, Keep: o.keep, StopAfterBad: o.stopAfterBad,
-				Progress: pr.Progress, Note: pr.Note,
+			return o.run(cmd, g, "writer kills", func(ctx context.Context, bin string, pr *killtest.KillPrinter) (*killtest.KillResult, error) {
+				return killtest.KillWrites(ctx, killtest.KillWritesOptions{
+					Binary: bin, Runs: o.runs, Ops: o.ops, Chain: chain, MaxDelay: o.maxDelay, Bug: g.bug,
+					Seed: o.seed, Dir: o.dir, Keep: o.keep, StopAfterBad: o.stopAfterBad,
+					Progress: pr.Progress, Note: pr.Note,
+				})
 			})
-			pr.Done()
-			return killtestReport(w, res, err, o.expectBad)
 		},
 	}
 	o.flags(c, 100, 1000, "operations written to each writer")
 	c.Flags().DurationVar(&o.maxDelay, "max-delay", 0, "longest delay before the writer's SIGKILL (default: sized from a writer here)")
 	c.Flags().IntVar(&chain, "chain", 0, "recoveries to kill in a row after each writer, before the one that is checked")
 	return c
+}
+
+// run checks the common flags, runs one kill mode with a progress printer
+// and ^C handling, and reports.
+func (o *killtestOpts) run(cmd *cobra.Command, g *globalOpts, what string,
+	mode func(ctx context.Context, bin string, pr *killtest.KillPrinter) (*killtest.KillResult, error)) error {
+	bin, err := o.kvBinary()
+	if err != nil {
+		return err
+	}
+	if _, err := recovery.ParseBug(g.bug); err != nil {
+		return usageError{err}
+	}
+	w := cmd.OutOrStdout()
+	pr := killtest.NewKillPrinter(w, what)
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
+	defer stop()
+	res, err := mode(ctx, bin, pr)
+	pr.Done()
+	return killtestReport(w, res, err, o.expectBad)
 }
 
 // killtestReport prints the result and turns it into the exit status.
