@@ -67,17 +67,16 @@ type KillRecoveryOptions struct {
 	Note     func(string)
 }
 
-// killArticleOps is the article's workload: the correct map is c=55, d=7,
-// k1, k2, k4 and k5.
+// killArticleOps is the article's workload as load lines, from the same
+// fixture as ArticleOps: the correct map is c=55, d=7, k1, k2, k4 and k5.
 func killArticleOps() []string {
 	var ops []string
-	for i := 1; i <= 10; i++ {
-		ops = append(ops, fmt.Sprintf("add c %d", i))
+	for _, line := range strings.Split(articleOpsText, "\n") {
+		if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
+			ops = append(ops, line)
+		}
 	}
-	for i := 1; i <= 5; i++ {
-		ops = append(ops, fmt.Sprintf("put k%d v%d", i, i))
-	}
-	return append(ops, "del k3", "add d 7")
+	return ops
 }
 
 // killPadValue is the size of a filler put: one fills a killPadSegment.

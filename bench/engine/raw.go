@@ -33,6 +33,7 @@ func openRaw(dir string, o Options) (Engine, error) {
 	return &Raw{f: f, sync: !o.NoSync}, nil
 }
 
+// Put appends key and value to the file and fdatasyncs it.
 func (r *Raw) Put(key, value []byte) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -40,6 +41,7 @@ func (r *Raw) Put(key, value []byte) error {
 	return r.writeLocked()
 }
 
+// PutBatch appends every pair with one write and one fdatasync.
 func (r *Raw) PutBatch(keys, values [][]byte) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -82,16 +84,23 @@ func (r *Raw) ReadBack(keySize, valueSize int, fn func(key, value []byte) bool) 
 	return len(b) / n, nil
 }
 
-func (r *Raw) Get([]byte, func([]byte)) error          { return ErrUnsupported }
-func (r *Raw) Scan(func(key, value []byte) bool) error { return ErrUnsupported }
-func (r *Raw) Add([]byte, int64) (int64, error)        { return 0, ErrUnsupported }
+// Get is not supported: raw is a log, not a store.
+func (r *Raw) Get([]byte, func([]byte)) error { return ErrUnsupported }
 
+// Scan is not supported.
+func (r *Raw) Scan(func(key, value []byte) bool) error { return ErrUnsupported }
+
+// Add is not supported.
+func (r *Raw) Add([]byte, int64) (int64, error) { return 0, ErrUnsupported }
+
+// Sync fdatasyncs the file.
 func (r *Raw) Sync() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return unix.Fdatasync(int(r.f.Fd()))
 }
 
+// Close closes the file.
 func (r *Raw) Close() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -8,6 +8,7 @@ import (
 	"path"
 	"strings"
 
+	"github.com/kvstore/kv/killtest"
 	"github.com/kvstore/kv/kv"
 	"github.com/kvstore/kv/recovery"
 	"github.com/kvstore/kv/snapshot"
@@ -39,18 +40,6 @@ map at each step.`,
 	return c
 }
 
-// articleOps is the article's 17 operations.
-func articleOps() []kv.Op {
-	var ops []kv.Op
-	for i := 1; i <= 10; i++ {
-		ops = append(ops, kv.AddOp([]byte("c"), int64(i)))
-	}
-	for i := 1; i <= 5; i++ {
-		ops = append(ops, kv.PutOp(fmt.Appendf(nil, "k%d", i), fmt.Appendf(nil, "v%d", i)))
-	}
-	return append(ops, kv.DeleteOp([]byte("k3")), kv.AddOp([]byte("d"), 7))
-}
-
 // loadArticle writes the article's workload into dir and closes the store,
 // leaving one segment and no snapshot.
 func loadArticle(dir string) error {
@@ -59,7 +48,7 @@ func loadArticle(dir string) error {
 		return err
 	}
 	var ps []*kv.Pending
-	for _, op := range articleOps() {
+	for _, op := range killtest.ArticleOps() {
 		ps = append(ps, s.Submit(op))
 	}
 	for _, p := range ps {
