@@ -24,6 +24,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -32,15 +33,16 @@ import (
 
 // config is the size of a run; every child gets a copy.
 type config struct {
-	Keys         int           `json:"keys"`          // data set for load, reopen, gets, scan, mixed
-	Batch        int           `json:"batch"`         // pairs per batch in the bulk load
-	PutDur       time.Duration `json:"put_dur"`       // per writer count and engine
-	ReadDur      time.Duration `json:"read_dur"`      // per Get goroutine count and engine
-	MixedDur     time.Duration `json:"mixed_dur"`     // per engine
-	ReplayBytes  int64         `json:"replay_bytes"`  // of the kv store's log; the others get the same writes
-	Rounds       int           `json:"rounds"`        // of every workload but replay
-	ReplayRounds int           `json:"replay_rounds"` // of the replay workload
-	Writers      []int         `json:"writers"`       // concurrent writers of the put workload
+	Keys         int           `json:"keys"`              // data set for load, reopen, gets, scan, mixed
+	Batch        int           `json:"batch"`             // pairs per batch in the bulk load
+	PutDur       time.Duration `json:"put_dur"`           // per writer count and engine
+	ReadDur      time.Duration `json:"read_dur"`          // per Get goroutine count and engine
+	MixedDur     time.Duration `json:"mixed_dur"`         // per engine
+	ReplayBytes  int64         `json:"replay_bytes"`      // of the kv store's log; the others get the same writes
+	Rounds       int           `json:"rounds"`            // of every workload but replay
+	ReplayRounds int           `json:"replay_rounds"`     // of the replay workload
+	Writers      []int         `json:"writers"`           // concurrent writers of the put workload
+	NoLoad       bool          `json:"no_load,omitempty"` // skip load, reopen, gets, scan and mixed
 }
 
 func main() {
@@ -58,6 +60,8 @@ func main() {
 	out := flag.String("out", "", "also write the markdown report to this file")
 	profile := flag.String("profile", "", "write a CPU profile of every child process into this directory")
 	save := flag.String("json", "", "also write every figure of every round to this file, for -report")
+	writers := flag.String("writers", "1,16,64", "concurrent writers of the durable-put workload, comma-separated")
+	noLoad := flag.Bool("no-load", false, "skip the bulk load and what runs on it (reopen, gets, scan, mixed)")
 	from := flag.String("report", "", "print the report of a run saved with -json, and run nothing")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "usage: kvbench [flags]\n\n")
@@ -95,6 +99,16 @@ func main() {
 			Writers: c.Writers,
 		}
 	}
+	c.Writers = nil
+	for _, w := range strings.Split(*writers, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(w))
+		if err != nil || n < 1 {
+			fmt.Fprintf(os.Stderr, "kvbench: -writers: %q is not a positive count of writers\n", w)
+			os.Exit(2)
+		}
+		c.Writers = append(c.Writers, n)
+	}
+	c.NoLoad = *noLoad
 	names := strings.Split(*engines, ",")
 	for _, n := range names {
 		if !slices.Contains(engine.Names, n) {
@@ -263,6 +277,9 @@ func (r *runner) round(round int) error {
 			r.progress("%s puts, %-10s %-6s %s/s, p50 %s, p99 %s (%s)", tag, writersName(w), e,
 				fmtCount(res.Metrics["ops"]), fmtDur(res.Metrics["p50"]), fmtDur(res.Metrics["p99"]), res.Note)
 		}
+	}
+	if r.c.NoLoad {
+		return nil
 	}
 	for _, e := range r.engines {
 		d := r.dir("load-" + e)
