@@ -28,11 +28,25 @@ const maxBatch = 4096
 
 // write submits r to the committer and waits for its outcome.
 func (s *Store) write(r *request) error {
+	s.writers.Add(1)
+	defer s.leave()
 	if err := s.enqueue(r); err != nil {
 		return err
 	}
 	<-r.done
 	return r.err
+}
+
+// leave ends a write: a committer waiting for this writer to come back
+// learns that it will not (see gather).
+func (s *Store) leave() {
+	s.writers.Add(-1)
+	if s.gathering.Load() {
+		select {
+		case s.nudge <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // enqueue validates r and hands it to the committer.
@@ -116,6 +130,7 @@ func (s *Store) check(t *Txn) error {
 // group gathers in the channel.
 func (s *Store) run() {
 	defer close(s.done)
+	defer close(s.flush)
 	var tick <-chan time.Time
 	if s.opts.Sync.kind == syncInterval && s.opts.Sync.interval > 0 {
 		t := time.NewTicker(s.opts.Sync.interval)
@@ -159,34 +174,56 @@ func (s *Store) run() {
 	}
 }
 
-// gather adds the waiting requests to batch. After a group of k writers
-// was acknowledged, the writers it woke come back one by one: rather than
-// start a sync for the first of them and keep the others waiting a whole
-// sync, wait a little (a fraction of a sync) for about as many as came
-// last time. A lone writer never waits.
+// gather adds the waiting requests to batch. When more writers are
+// inside write than the batch holds, the others are usually on their way:
+// writers acknowledged by the last group, woken but not yet back. Rather
+// than sync without them and make them wait a whole sync for the next
+// group, wait for them, until each writer is either in the batch or gone
+// (leave nudges the wait), or at most a short gap passes without one,
+// and all of it at most a fraction of a sync. A lone writer never waits.
 func (s *Store) gather(batch []*request) []*request {
-	for len(batch) < maxBatch {
-		select {
-		case r := <-s.reqs:
-			batch = append(batch, r)
-			continue
-		default:
+	drain := func() {
+		for len(batch) < maxBatch {
+			select {
+			case r := <-s.reqs:
+				batch = append(batch, r)
+				continue
+			default:
+			}
+			return
 		}
-		break
 	}
-	if len(batch) >= s.expect || s.expect <= 1 {
+	drain()
+	if len(batch) >= int(s.writers.Load()) || len(batch) >= maxBatch {
 		return batch
 	}
-	wait := min(s.lastSync/4, 200*time.Microsecond)
-	if wait <= 0 {
+	gap := min(s.lastSync/8, 50*time.Microsecond)
+	if gap <= 0 {
 		return batch
 	}
-	timer := time.NewTimer(wait)
+	// gathering is set before writers is read again, and leave changes
+	// writers before it reads gathering: a writer that leaves now is
+	// either counted out below or nudges.
+	s.gathering.Store(true)
+	defer s.gathering.Store(false)
+	select {
+	case <-s.nudge: // stale
+	default:
+	}
+	deadline := time.Now().Add(min(s.lastSync/2, 300*time.Microsecond))
+	timer := time.NewTimer(gap)
 	defer timer.Stop()
-	for len(batch) < s.expect && len(batch) < maxBatch {
+	for len(batch) < maxBatch && len(batch) < int(s.writers.Load()) {
 		select {
 		case r := <-s.reqs:
 			batch = append(batch, r)
+			drain()
+			left := time.Until(deadline)
+			if left <= 0 {
+				return batch
+			}
+			timer.Reset(min(gap, left))
+		case <-s.nudge:
 		case <-timer.C:
 			return batch
 		}
@@ -363,7 +400,6 @@ func (s *Store) commit(batch []*request) {
 			return
 		}
 		s.stats.syncs.Add(1)
-		s.expect = len(g.reqs)
 		// Durable: make it visible, then acknowledge.
 		s.apply(g.changes, g.rev)
 		s.ack(g)
@@ -372,6 +408,7 @@ func (s *Store) commit(batch []*request) {
 		// once written.
 		s.apply(g.changes, g.rev)
 		s.ack(g)
+		s.kickFlush()
 	}
 	s.maybeCheckpoint()
 }
@@ -403,6 +440,27 @@ func (s *Store) fail(g *group, err error) {
 	}
 }
 
+// kickFlush wakes the flusher unless it is awake already.
+func (s *Store) kickFlush() {
+	select {
+	case s.flush <- struct{}{}:
+	default:
+	}
+}
+
+// flusher inserts the changes apply made into the ordered tree, off the
+// commit path: apply changes only the hash index, which is all that Get
+// and the committer read, and the insertion into the tree (a descent with
+// a cache miss or two per level) happens while the next group syncs.
+// Scan and checkpoints take a clone, which flushes what is left.
+func (s *Store) flusher() {
+	for range s.flush {
+		s.mu.Lock()
+		s.m.Flush()
+		s.mu.Unlock()
+	}
+}
+
 // apply makes a group's changes visible to readers.
 func (s *Store) apply(changes []staged, rev Revision) {
 	s.mu.Lock()
@@ -413,10 +471,10 @@ func (s *Store) apply(changes []staged, rev Revision) {
 func (s *Store) applyLocked(changes []staged, rev Revision) {
 	for _, c := range changes {
 		if c.e == nil {
-			s.m.Delete([]byte(c.key))
+			s.m.DeleteLater([]byte(c.key))
 			continue
 		}
-		s.m.Load(c.e)
+		s.m.LoadLater(c.e)
 	}
 	s.m.SetRevision(rev)
 }

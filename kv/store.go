@@ -44,9 +44,12 @@ type Store struct {
 	closed  bool
 
 	reqs chan *request
-	ctl  chan func()
-	quit chan struct{}
-	done chan struct{}
+	// flush asks the flusher goroutine to bring the ordered tree up to
+	// date with the changes applied to the hash index (record.Map.Flush).
+	flush chan struct{}
+	ctl   chan func()
+	quit  chan struct{}
+	done  chan struct{}
 
 	failed atomic.Pointer[error]
 
@@ -59,7 +62,9 @@ type Store struct {
 	overlay   map[string]*record.Entry // changes logged but not yet visible
 	buf       []byte
 	lastRev   Revision      // the last revision given to a record
-	expect    int           // requests in the last synced group
+	writers   atomic.Int64  // goroutines inside write: queued, or waiting for an outcome
+	gathering atomic.Bool   // the committer waits for writers (see gather)
+	nudge     chan struct{} // a writer left while the committer waits
 	lastSync  time.Duration // how long the last sync took
 
 	stats    statCounters
@@ -104,12 +109,15 @@ func OpenContext(ctx context.Context, dir string, opts *Options) (*Store, error)
 	s.overlay = map[string]*record.Entry{}
 	s.lastRev = s.m.Revision()
 	s.reqs = make(chan *request, 1024)
+	s.nudge = make(chan struct{}, 1)
 	s.ctl = make(chan func())
 	s.quit = make(chan struct{})
 	s.done = make(chan struct{})
 	if o.ReadOnly {
 		close(s.done)
 	} else {
+		s.flush = make(chan struct{}, 1)
+		go s.flusher()
 		go s.run()
 	}
 	return s, nil

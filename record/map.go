@@ -46,8 +46,11 @@ func lessItem(a, b item) bool { return bytes.Compare(a.e.Key, b.e.Key) < 0 }
 // to the ordered tree. It is not safe for concurrent writers; a Clone is
 // cheap (copy-on-write) and may be read while the original changes.
 type Map struct {
-	t     *btree.BTreeG[item] // nil while deferred (see Defer)
-	idx   map[string]*Entry   // nil in a clone, which has only the tree
+	t   *btree.BTreeG[item] // nil while deferred (see Defer)
+	idx map[string]*Entry   // nil in a clone, which has only the tree
+	// later holds the keys changed in idx by LoadLater and DeleteLater
+	// but not yet in t (see Flush).
+	later []string
 	rev   Revision
 	bytes int64 // sum of key and value lengths
 }
@@ -96,6 +99,67 @@ func (m *Map) Build() {
 	}
 }
 
+// ordered brings the tree up to date with the index.
+func (m *Map) ordered() {
+	m.Build()
+	m.Flush()
+}
+
+// LoadLater is Load for the hash index now and the ordered tree at the
+// next Flush, Clone or All: a writer that must make a change visible to
+// point lookups quickly can leave the tree's insertion for later.
+func (m *Map) LoadLater(e *Entry) {
+	if m.idx == nil || m.t == nil {
+		m.Load(e)
+		return
+	}
+	k := keyString(e.Key)
+	old, ok := m.idx[k]
+	if ok {
+		if unsafe.SliceData(old.Key) != unsafe.SliceData(e.Key) {
+			delete(m.idx, k) // as in Load: do not keep old's key alive
+		}
+		m.bytes -= int64(len(old.Key) + len(old.Value))
+	}
+	m.idx[k] = e
+	m.bytes += int64(len(e.Key) + len(e.Value))
+	m.later = append(m.later, k)
+}
+
+// DeleteLater is Delete for the hash index now and the ordered tree at
+// the next Flush, Clone or All.
+func (m *Map) DeleteLater(key []byte) {
+	if m.idx == nil || m.t == nil {
+		m.Delete(key)
+		return
+	}
+	old, ok := m.idx[string(key)]
+	if !ok {
+		return
+	}
+	delete(m.idx, string(key))
+	m.bytes -= int64(len(old.Key) + len(old.Value))
+	m.later = append(m.later, keyString(old.Key))
+}
+
+// Flush applies the changes LoadLater and DeleteLater left for the
+// ordered tree: each key changed gets its current state from the index.
+func (m *Map) Flush() {
+	if m.t == nil {
+		m.later = m.later[:0] // Build reads the index
+		return
+	}
+	for _, k := range m.later {
+		if e, ok := m.idx[k]; ok {
+			m.t.ReplaceOrInsert(item{e})
+		} else {
+			m.t.Delete(item{&Entry{Key: unsafe.Slice(unsafe.StringData(k), len(k))}})
+		}
+	}
+	clear(m.later)
+	m.later = m.later[:0]
+}
+
 // Reserve sizes an empty map's hash index for n keys, as when loading a
 // snapshot whose entry count is known: an index grown by doubling can hold
 // twice the slots it needs. Callers bound n by what the input can hold.
@@ -126,7 +190,7 @@ func (m *Map) Bytes() int64 { return m.bytes }
 // reads (All, Get, Len) that later changes to m do not affect. Changes to
 // the clone do not affect m.
 func (m *Map) Clone() *Map {
-	m.Build()
+	m.ordered()
 	return &Map{t: m.t.Clone(), rev: m.rev, bytes: m.bytes}
 }
 
@@ -169,7 +233,7 @@ func (m *Map) Load(e *Entry) {
 // All returns the entries with start <= key < end in key order; a nil end
 // means no upper bound.
 func (m *Map) All(start, end []byte) iter.Seq[*Entry] {
-	m.Build()
+	m.ordered()
 	t := m.t
 	return func(yield func(*Entry) bool) {
 		t.AscendGreaterOrEqual(item{&Entry{Key: start}}, func(it item) bool {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/kvstore/kv/record"
+	"pgregory.net/rapid"
 )
 
 // entry is an Entry in a form that prints well in a diff.
@@ -19,7 +20,10 @@ type entry struct {
 
 // dump returns the map's entries in key order, checking that Bytes and Len
 // agree with them.
-func dump(tb testing.TB, m *record.Map) []entry {
+func dump(tb interface {
+	Helper()
+	Errorf(string, ...any)
+}, m *record.Map) []entry {
 	tb.Helper()
 	var es []entry
 	var size int64
@@ -413,4 +417,58 @@ func TestNextAndDelete(t *testing.T) {
 	if diff := cmp.Diff([]entry{{"bb", "22", 2, 2, 1}}, dump(t, m)); diff != "" {
 		t.Errorf("after Delete (-want +got):\n%s", diff)
 	}
+}
+
+// TestLater checks LoadLater and DeleteLater against Load and Delete: with
+// Flush, Clone and All at random points between them, the two maps hold
+// the same entries, and a clone taken before later changes keeps its own.
+func TestLater(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		eager, lazy := record.NewMap(), record.NewMap()
+		var clones []*record.Map
+		var want [][]entry
+		rev := record.Revision(0)
+		key := rapid.StringMatching(`[a-e]{1,2}`)
+		for range rapid.IntRange(1, 60).Draw(t, "steps") {
+			switch rapid.IntRange(0, 5).Draw(t, "op") {
+			case 0, 1, 2:
+				rev++
+				k := key.Draw(t, "key")
+				old, _ := eager.Get([]byte(k))
+				e, err := record.Next(old, &record.Op{Kind: record.KindPut, Key: []byte(k),
+					Value: []byte(rapid.StringMatching(`[x-z]{0,3}`).Draw(t, "value"))}, rev)
+				if err != nil {
+					t.Fatal(err)
+				}
+				eager.Load(e)
+				lazy.LoadLater(e)
+			case 3:
+				k := []byte(key.Draw(t, "key"))
+				eager.Delete(k)
+				lazy.DeleteLater(k)
+			case 4:
+				lazy.Flush()
+			case 5:
+				clones = append(clones, lazy.Clone())
+				want = append(want, dump(t, eager))
+			}
+			k := []byte(key.Draw(t, "probe"))
+			ge, gok := eager.Get(k)
+			le, lok := lazy.Get(k)
+			if gok != lok || ge != le {
+				t.Fatalf("Get(%q): eager %v %v, lazy %v %v", k, ge, gok, le, lok)
+			}
+			if eager.Len() != lazy.Len() || eager.Bytes() != lazy.Bytes() {
+				t.Fatalf("Len, Bytes: eager %d %d, lazy %d %d", eager.Len(), eager.Bytes(), lazy.Len(), lazy.Bytes())
+			}
+		}
+		if diff := cmp.Diff(dump(t, eager), dump(t, lazy)); diff != "" {
+			t.Fatalf("lazy map (-eager +lazy):\n%s", diff)
+		}
+		for i, c := range clones {
+			if diff := cmp.Diff(want[i], dump(t, c)); diff != "" {
+				t.Fatalf("clone %d (-want +got):\n%s", i, diff)
+			}
+		}
+	})
 }
