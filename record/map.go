@@ -256,16 +256,26 @@ func (m *Map) Apply(r *Record) error {
 		if err != nil {
 			return err
 		}
-		if e != nil && m.t == nil && (old == nil || unsafe.SliceData(old.Key) == unsafe.SliceData(e.Key)) {
-			// The replay fast path: a new key, or a new version sharing its
-			// key bytes, into the index alone: one hash-map write.
-			m.idx[keyString(e.Key)] = e
-			m.bytes += int64(len(e.Key) + len(e.Value))
-			if old != nil {
-				m.bytes -= int64(len(old.Key) + len(old.Value))
+		m.replace(r.Ops[0].Key, old, e)
+		m.rev = r.Revision
+		return nil
+	}
+	if !hasAdd(r.Ops) {
+		// Puts and deletes cannot fail: apply them in order, each seeing
+		// the ones before, with no staging (a bulk load's records hold
+		// thousands of them).
+		for i := range r.Ops {
+			op := &r.Ops[i]
+			if op.Kind == KindDelete {
+				m.Delete(op.Key)
+				continue
 			}
-		} else {
-			m.set(r.Ops[0].Key, e)
+			old, _ := m.Get(op.Key)
+			e, err := Next(old, op, r.Revision)
+			if err != nil {
+				return err // not for a put; kept for safety
+			}
+			m.replace(op.Key, old, e)
 		}
 		m.rev = r.Revision
 		return nil
@@ -290,6 +300,32 @@ func (m *Map) Apply(r *Record) error {
 	}
 	m.rev = r.Revision
 	return nil
+}
+
+// replace sets key's entry, old until now, to e (nil: deleted).
+func (m *Map) replace(key []byte, old, e *Entry) {
+	if e != nil && m.t == nil && (old == nil || unsafe.SliceData(old.Key) == unsafe.SliceData(e.Key)) {
+		// The replay fast path: a new key, or a new version sharing its
+		// key bytes, into the index alone: one hash-map write.
+		m.idx[keyString(e.Key)] = e
+		m.bytes += int64(len(e.Key) + len(e.Value))
+		if old != nil {
+			m.bytes -= int64(len(old.Key) + len(old.Value))
+		}
+		return
+	}
+	m.set(key, e)
+}
+
+// hasAdd reports whether ops holds an add, the one kind of operation that
+// can fail on the state it finds, or a kind Next does not know.
+func hasAdd(ops []Op) bool {
+	for i := range ops {
+		if k := ops[i].Kind; k != KindPut && k != KindDelete {
+			return true
+		}
+	}
+	return false
 }
 
 // current returns the entry of key as seen after the staged changes.

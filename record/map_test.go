@@ -196,6 +196,13 @@ func TestApply(t *testing.T) {
 			wantRev: 3,
 		},
 		{
+			name:    "txn of puts and deletes: each op sees the ones before it",
+			setup:   []record.Record{put(1, "a", "1")},
+			rec:     txn(2, opPut("a", "2"), opPut("a", "3"), opDel("b"), opPut("b", "x"), opDel("b"), opPut("c", "1")),
+			want:    []entry{{"a", "3", 1, 2, 3}, {"c", "1", 2, 2, 1}},
+			wantRev: 2,
+		},
+		{
 			name:    "txn without ops takes the revision",
 			setup:   []record.Record{put(1, "a", "1")},
 			rec:     record.Record{Revision: 2, Txn: true, Compares: []record.Compare{{Key: []byte("a"), Target: record.TargetExists, Cmp: record.CmpEqual, Num: 0}}},
@@ -223,33 +230,42 @@ func TestApply(t *testing.T) {
 		},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			m := record.NewMap()
-			applyAll(t, m, tt.setup...)
-			before, beforeRev := dump(t, m), m.Revision()
-			err := m.Apply(&tt.rec)
-			if tt.wantErr != nil {
-				if !errors.Is(err, tt.wantErr) {
-					t.Fatalf("Apply: %v, want %v", err, tt.wantErr)
+		for _, deferred := range []bool{false, true} {
+			name := tt.name
+			if deferred {
+				name += "/deferred" // the replay's mode: no tree until Build
+			}
+			t.Run(name, func(t *testing.T) {
+				m := record.NewMap()
+				applyAll(t, m, tt.setup...)
+				before, beforeRev := dump(t, m), m.Revision()
+				if deferred {
+					m.Defer()
 				}
-				if diff := cmp.Diff(before, dump(t, m)); diff != "" {
-					t.Errorf("a failed Apply changed the map (-before +after):\n%s", diff)
+				err := m.Apply(&tt.rec)
+				if tt.wantErr != nil {
+					if !errors.Is(err, tt.wantErr) {
+						t.Fatalf("Apply: %v, want %v", err, tt.wantErr)
+					}
+					if diff := cmp.Diff(before, dump(t, m)); diff != "" {
+						t.Errorf("a failed Apply changed the map (-before +after):\n%s", diff)
+					}
+					if m.Revision() != beforeRev {
+						t.Errorf("a failed Apply moved the revision from %d to %d", beforeRev, m.Revision())
+					}
+					return
 				}
-				if m.Revision() != beforeRev {
-					t.Errorf("a failed Apply moved the revision from %d to %d", beforeRev, m.Revision())
+				if err != nil {
+					t.Fatalf("Apply: %v", err)
 				}
-				return
-			}
-			if err != nil {
-				t.Fatalf("Apply: %v", err)
-			}
-			if diff := cmp.Diff(tt.want, dump(t, m)); diff != "" {
-				t.Errorf("map (-want +got):\n%s", diff)
-			}
-			if m.Revision() != tt.wantRev {
-				t.Errorf("Revision() = %d, want %d", m.Revision(), tt.wantRev)
-			}
-		})
+				if diff := cmp.Diff(tt.want, dump(t, m)); diff != "" {
+					t.Errorf("map (-want +got):\n%s", diff)
+				}
+				if m.Revision() != tt.wantRev {
+					t.Errorf("Revision() = %d, want %d", m.Revision(), tt.wantRev)
+				}
+			})
+		}
 	}
 }
 
