@@ -64,7 +64,7 @@ var bugCases = []struct {
 	{recovery.BugUnlinkEarly, "recovery", Process, false, "unlink log.000001", "segment missing"},
 	{recovery.BugTrustTmp, "recovery", Process, false, "create snapshot.tmp", "corrupt snapshot"},
 	{recovery.BugTornAsCorrupt, "torn-recovery", Process, false, "create log.000002", "corrupt log: /data/log.000001 at offset"},
-	{recovery.BugTornAsCorrupt, "writes", Process, true, "create log.", "corrupt log"},
+	{recovery.BugTornAsCorrupt, "writes", Machine, true, "create log.", "corrupt log"},
 }
 
 // TestSimBugsCaught: each bug variant gives bad states in the model where

@@ -138,6 +138,9 @@ func (s *Store) run() {
 		tick = t.C
 	}
 	batch := make([]*request, 0, 64)
+	if s.ckptAtStart {
+		s.startCheckpoint()
+	}
 	for {
 		select {
 		case r := <-s.reqs:

@@ -17,7 +17,8 @@
 // # Crash contract
 //
 // Open runs recovery (package recovery): load the snapshot, replay the log
-// segments it does not cover, cut a torn tail, checkpoint. A crash at any
+// segments it does not cover, cut a torn tail; the checkpoint of what it
+// replayed then runs in the background (FORMAT.md, "Recovery"). A crash at any
 // point, of the program or of a recovery, followed by Open, loses no
 // acknowledged write and applies none twice. Damage a crash cannot cause
 // makes Open fail with an error naming the file and offset, and changes

@@ -61,11 +61,14 @@ type Store struct {
 	ckptWait  []chan error             // Checkpoint callers waiting for it
 	overlay   map[string]*record.Entry // changes logged but not yet visible
 	buf       []byte
-	lastRev   Revision      // the last revision given to a record
-	writers   atomic.Int64  // goroutines inside write: queued, or waiting for an outcome
-	gathering atomic.Bool   // the committer waits for writers (see gather)
-	nudge     chan struct{} // a writer left while the committer waits
-	lastSync  time.Duration // how long the last sync took
+	lastRev   Revision // the last revision given to a record
+	// ckptAtStart asks the committer to checkpoint what recovery
+	// replayed as soon as it starts.
+	ckptAtStart bool
+	writers     atomic.Int64  // goroutines inside write: queued, or waiting for an outcome
+	gathering   atomic.Bool   // the committer waits for writers (see gather)
+	nudge       chan struct{} // a writer left while the committer waits
+	lastSync    time.Duration // how long the last sync took
 
 	stats    statCounters
 	recovery recovery.Result
@@ -92,7 +95,7 @@ func OpenContext(ctx context.Context, dir string, opts *Options) (*Store, error)
 		return nil, err
 	}
 	res, err := recovery.Recover(s.fs, dir, recovery.Options{
-		WAL: o.walOptions(), ReadOnly: o.ReadOnly, Logger: s.log, Bug: o.Bug,
+		WAL: o.walOptions(), ReadOnly: o.ReadOnly, Logger: s.log, Bug: o.Bug, DeferCheckpoint: true,
 	})
 	if err != nil {
 		s.unlock()
@@ -105,6 +108,9 @@ func OpenContext(ctx context.Context, dir string, opts *Options) (*Store, error)
 	s.covered = res.Snapshot.Covered
 	if res.Checkpointed {
 		s.covered = res.Writer.Segment() - 1
+	} else {
+		s.sinceSnap = res.ReplayedBytes
+		s.ckptAtStart = checkpointAfterRecovery(res, o.checkpointBytes())
 	}
 	s.overlay = map[string]*record.Entry{}
 	s.lastRev = s.m.Revision()
@@ -121,6 +127,22 @@ func OpenContext(ctx context.Context, dir string, opts *Options) (*Store, error)
 		go s.run()
 	}
 	return s, nil
+}
+
+// checkpointAfterRecovery decides whether a store starts with a
+// checkpoint of what its recovery replayed (in the background: the store
+// serves meanwhile). It does unless the replayed log is small beside the
+// snapshot, which a checkpoint would rewrite whole: a quarter of the
+// snapshot's size, or CheckpointBytes, replayed is enough. Otherwise the
+// replayed bytes count towards the next checkpoint as if written since.
+func checkpointAfterRecovery(res *recovery.Result, checkpointBytes int64) bool {
+	switch {
+	case res.Replayed == 0:
+		return false
+	case !res.HadSnapshot, res.ReplayedBytes*4 >= res.SnapshotBytes:
+		return true
+	}
+	return checkpointBytes > 0 && res.ReplayedBytes >= checkpointBytes
 }
 
 func (s *Store) makeDir() error {

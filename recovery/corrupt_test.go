@@ -114,8 +114,14 @@ func TestTornTailCrashedRecovery(t *testing.T) {
 	full, _ := vfs.ReadFile(fsys, wal.SegmentPath(dir, 1))
 	last := spans[len(spans)-1]
 	rewrite(t, fsys, wal.SegmentPath(dir, 1), full[:last[0]+7])
-	outs := crashRecoveries(t, fsys, dir, recovery.Options{}, 2, "")
-	checkOutcomes(t, outs, mapAfter(t, ops, len(ops)-1))
+	for _, deferred := range []bool{false, true} {
+		t.Run(fmt.Sprintf("DeferCheckpoint=%v", deferred), func(t *testing.T) {
+			// Deferred, the recovery only cuts, seals and starts the next
+			// segment: the kv store's open.
+			outs := crashRecoveries(t, fsys.Clone(), dir, recovery.Options{DeferCheckpoint: deferred}, 2, "")
+			checkOutcomes(t, outs, mapAfter(t, ops, len(ops)-1))
+		})
+	}
 }
 
 // TestCorruptionRefused damages files in ways a crash cannot: recovery

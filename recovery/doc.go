@@ -1,6 +1,7 @@
 // Package recovery opens a kv data directory: it loads the snapshot,
 // replays the WAL segments the snapshot does not cover, cuts a torn tail,
-// and checkpoints. FORMAT.md at the repository root lists the steps.
+// and checkpoints, or with Options.DeferCheckpoint leaves the checkpoint to
+// its caller. FORMAT.md at the repository root lists the steps.
 //
 // # Guarantees
 //

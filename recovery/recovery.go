@@ -26,6 +26,14 @@ type Options struct {
 	Logger *slog.Logger
 	// Bug switches on a deliberate defect for the checkers' tests.
 	Bug Bug
+	// DeferCheckpoint leaves the checkpoint that ends a recovery to the
+	// caller, as the kv store does, which writes it in the background
+	// while it serves: Recover then still cuts and seals a torn or sealed
+	// newest segment and starts the next one, or appends to the newest,
+	// but writes no snapshot and deletes no replayed segment. The
+	// directory is then as a running store leaves it between two
+	// checkpoints, so a later recovery replays the same segments again.
+	DeferCheckpoint bool
 }
 
 // Result is what Recover found and did.
@@ -52,6 +60,8 @@ type Result struct {
 	// Checkpointed is set when Recover wrote a snapshot covering the
 	// replayed segments and deleted them.
 	Checkpointed bool
+	// SnapshotBytes is the size of the snapshot file loaded.
+	SnapshotBytes int64
 	// Deleted lists the segments deleted because a durable snapshot
 	// covers them.
 	Deleted []wal.SegmentNum
@@ -112,6 +122,7 @@ func Recover(fsys vfs.FS, dir string, opts Options) (*Result, error) {
 			// Size the index for the entries, but never past what the
 			// file can hold: a damaged count must not allocate.
 			if fi, err := fsys.Stat(path.Join(dir, snapshot.Name)); err == nil {
+				res.SnapshotBytes = fi.Size()
 				m.Reserve(int(min(meta.Count, uint64(fi.Size()/snapshot.MinEntrySize))))
 			}
 			return nil
@@ -220,12 +231,21 @@ func Recover(fsys vfs.FS, dir string, opts Options) (*Result, error) {
 	}
 
 	// 6. Checkpoint when anything was replayed or cut, or when the newest
-	// segment is sealed and cannot take appends.
-	if res.Replayed > 0 || last.Torn || last.Sealed {
+	// segment is sealed and cannot take appends. A deferred checkpoint
+	// still needs the tail cut and sealed before the next segment.
+	deferred := opts.DeferCheckpoint
+	switch {
+	case (res.Replayed > 0 || last.Torn || last.Sealed) && !deferred:
 		if err := checkpoint(fsys, dir, opts, res, last); err != nil {
 			return nil, err
 		}
-	} else {
+	case last.Torn || last.Sealed:
+		w, err := sealAndNext(fsys, dir, opts, last)
+		if err != nil {
+			return nil, err
+		}
+		res.Writer = w
+	default:
 		// 7. Nothing to replay: append to the newest segment, or start
 		// the first one.
 		var w *wal.Writer
@@ -253,9 +273,8 @@ func Recover(fsys vfs.FS, dir string, opts Options) (*Result, error) {
 	return res, nil
 }
 
-// checkpoint seals the newest segment, starts the next, writes a snapshot
-// covering everything up to the newest and deletes what it covers.
-func checkpoint(fsys vfs.FS, dir string, opts Options, res *Result, last wal.SegmentInfo) error {
+// sealAndNext seals the newest segment and starts the next.
+func sealAndNext(fsys vfs.FS, dir string, opts Options, last wal.SegmentInfo) (*wal.Writer, error) {
 	// 6a. Cut a torn tail and seal, durably, before the next segment
 	// exists: otherwise the next recovery would find the tail in a
 	// segment that is no longer the newest and call it corruption.
@@ -263,13 +282,19 @@ func checkpoint(fsys vfs.FS, dir string, opts Options, res *Result, last wal.Seg
 	// page cache of the crashed process that wrote it.
 	if opts.Bug != BugTornAsCorrupt || last.Sealed {
 		if err := wal.SealTail(fsys, dir, last.Segment, last.End, last.Sealed); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	// 6b. The next segment, durable (Create syncs the directory), before
 	// the snapshot that says the segments before it are covered: a
 	// snapshot covering N implies that segment N+1 exists.
-	w, err := wal.Create(fsys, dir, last.Segment+1, opts.WAL)
+	return wal.Create(fsys, dir, last.Segment+1, opts.WAL)
+}
+
+// checkpoint seals the newest segment, starts the next, writes a snapshot
+// covering everything up to the newest and deletes what it covers.
+func checkpoint(fsys vfs.FS, dir string, opts Options, res *Result, last wal.SegmentInfo) error {
+	w, err := sealAndNext(fsys, dir, opts, last)
 	if err != nil {
 		return err
 	}
