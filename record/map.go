@@ -67,6 +67,11 @@ func keyString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(
 // Defer stops maintaining the ordered tree until Build: Apply, Load, Get
 // and Delete then cost a hash-map operation each, which is what replaying
 // a long log wants. All, Clone and Len build the tree first.
+//
+// While deferred, Apply changes the entry of a key that a put overwrites
+// in place rather than allocating a new version: entries obtained from a
+// deferred map must not be kept past the next Apply. (Recovery owns its
+// map until Build; every other user sees entries that never change.)
 func (m *Map) Defer() {
 	if m.idx != nil {
 		m.t = nil
@@ -252,6 +257,10 @@ func (m *Map) All(start, end []byte) iter.Seq[*Entry] {
 func (m *Map) Apply(r *Record) error {
 	if len(r.Ops) == 1 {
 		old := m.current(r.Ops[0].Key, nil)
+		if m.overwrite(old, &r.Ops[0], r.Revision) {
+			m.rev = r.Revision
+			return nil
+		}
 		e, err := Next(old, &r.Ops[0], r.Revision)
 		if err != nil {
 			return err
@@ -271,6 +280,9 @@ func (m *Map) Apply(r *Record) error {
 				continue
 			}
 			old, _ := m.Get(op.Key)
+			if m.overwrite(old, op, r.Revision) {
+				continue
+			}
 			e, err := Next(old, op, r.Revision)
 			if err != nil {
 				return err // not for a put; kept for safety
@@ -300,6 +312,25 @@ func (m *Map) Apply(r *Record) error {
 	}
 	m.rev = r.Revision
 	return nil
+}
+
+// overwrite applies a put to old, the key's entry, in place when the map
+// is deferred (see Defer): the replay's overwrites then allocate nothing
+// when the value keeps its length, and write no hash-map slot. It reports
+// whether it did.
+func (m *Map) overwrite(old *Entry, op *Op, rev Revision) bool {
+	if m.t != nil || old == nil || op.Kind != KindPut {
+		return false
+	}
+	if len(old.Value) == len(op.Value) {
+		copy(old.Value, op.Value)
+	} else {
+		m.bytes += int64(len(op.Value) - len(old.Value))
+		old.Value = bytes.Clone(op.Value)
+	}
+	old.ModRev = rev
+	old.Version++
+	return true
 }
 
 // replace sets key's entry, old until now, to e (nil: deleted).
