@@ -98,10 +98,33 @@ func (m *Map) Build() {
 		}
 		return bytes.Compare(a.e.Key, b.e.Key)
 	})
-	m.t = newTree()
+	// The keys go in in ascending order, so the one being inserted is
+	// greater than every key in the tree: top lets the tree's comparisons
+	// with it answer without reading a key, where each would otherwise
+	// cost a cache miss or two on an entry inserted long before.
+	o := &buildOrder{}
+	m.t = btree.NewG(32, o.less)
 	for _, it := range items {
+		o.top = it.e
 		m.t.ReplaceOrInsert(item{it.e})
 	}
+	o.top = nil
+}
+
+// buildOrder is the order of a tree made by Build: lessItem, except that
+// while Build runs, top is greater than everything else.
+type buildOrder struct{ top *Entry }
+
+func (o *buildOrder) less(a, b item) bool {
+	if o.top != nil {
+		if a.e == o.top {
+			return false
+		}
+		if b.e == o.top {
+			return true
+		}
+	}
+	return lessItem(a, b)
 }
 
 // ordered brings the tree up to date with the index.
