@@ -384,6 +384,7 @@ func (s *Store) commit(batch []*request) {
 		// The bug: acknowledge, and show, before the sync.
 		s.apply(g.changes, g.rev)
 		s.ack(g)
+		s.kickFlush()
 		if err := s.w.Sync(); err != nil {
 			s.failStop(err)
 		}
