@@ -334,23 +334,32 @@ func checkRawLoad(t *task) error {
 	return err
 }
 
-// childReopen opens the store the load left, with its files dropped from
-// the page cache, and times the open; then it runs random Gets with 1 and
-// 2 goroutines, a full ordered scan, and the mixed workload.
-func childReopen(t *task, res *result) error {
+// coldOpen drops the store's files from the page cache and opens it: the
+// engine, how long the open took, and the bytes of the store's files.
+func coldOpen(t *task) (engine.Engine, time.Duration, int64, error) {
 	size, err := dirBytes(t.Dir)
 	if err != nil {
-		return err
+		return nil, 0, 0, err
 	}
 	if err := evict(t.Dir); err != nil {
-		return err
+		return nil, 0, 0, err
 	}
 	start := time.Now()
 	e, err := engine.Open(t.Engine, t.Dir, engine.Options{})
 	if err != nil {
+		return nil, 0, 0, err
+	}
+	return e, time.Since(start), size, nil
+}
+
+// childReopen opens the store the load left, with its files dropped from
+// the page cache, and times the open; then it runs random Gets with 1 and
+// 2 goroutines, a full ordered scan, and the mixed workload.
+func childReopen(t *task, res *result) error {
+	e, d, size, err := coldOpen(t)
+	if err != nil {
 		return err
 	}
-	d := time.Since(start)
 	res.Metrics["reopen.s"] = d.Seconds()
 	res.Metrics["reopen.mbs"] = float64(size) / 1e6 / d.Seconds()
 	res.Metrics["reopen.bytes"] = float64(size)
@@ -590,19 +599,10 @@ func childReplayWrite(t *task, res *result) error {
 // childReplayOpen opens the store childReplayWrite left, with its files
 // dropped from the page cache, times the open, and checks the contents.
 func childReplayOpen(t *task, res *result) error {
-	size, err := dirBytes(t.Dir)
+	e, d, size, err := coldOpen(t)
 	if err != nil {
 		return err
 	}
-	if err := evict(t.Dir); err != nil {
-		return err
-	}
-	start := time.Now()
-	e, err := engine.Open(t.Engine, t.Dir, engine.Options{})
-	if err != nil {
-		return err
-	}
-	d := time.Since(start)
 	c := t.Config
 	res.Metrics["replay.s"] = d.Seconds()
 	res.Metrics["replay.mbs"] = float64(c.ReplayBytes) / 1e6 / d.Seconds()
