@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"time"
+	"unsafe"
 
 	"github.com/kvstore/kv/record"
 	"github.com/kvstore/kv/recovery"
@@ -244,10 +245,52 @@ type staged struct {
 	ov *record.Entry
 }
 
+// scratch holds a group's staged entries and their bytes, reused from
+// one group to the next: by the time the next group is evaluated, apply
+// has copied every change of this one into the map.
+type scratch struct {
+	bytes  []byte
+	blocks [][]record.Entry // filled in order; never moved, so pointers hold
+	n      int              // entries handed out
+}
+
+const scratchBlock = 256
+
+// entry returns a zeroed entry that stays valid until reset.
+func (sc *scratch) entry() *record.Entry {
+	b, i := sc.n/scratchBlock, sc.n%scratchBlock
+	if b == len(sc.blocks) {
+		sc.blocks = append(sc.blocks, make([]record.Entry, scratchBlock))
+	}
+	sc.n++
+	return &sc.blocks[b][i]
+}
+
+// reset takes back everything handed out; a big group's space is let go.
+func (sc *scratch) reset() {
+	for _, b := range sc.blocks[:min(len(sc.blocks), (sc.n+scratchBlock-1)/scratchBlock)] {
+		clear(b) // let go of what the entries point to
+	}
+	sc.n = 0
+	sc.bytes = sc.bytes[:0]
+	if cap(sc.bytes) > 4<<20 || len(sc.blocks) > 64 {
+		*sc = scratch{}
+	}
+}
+
+// key returns key as a string that stays valid until reset.
+func (sc *scratch) key(key []byte) string {
+	l := len(sc.bytes)
+	sc.bytes = append(sc.bytes, key...)
+	return unsafe.String(unsafe.SliceData(sc.bytes[l:]), len(key))
+}
+
 // tombstone marks a key deleted in the overlay. Each delete gets its own
 // (Key is nil; real entries always have a key).
-func tombstone() *record.Entry { return &record.Entry{} }
+func (s *Store) tombstone() *record.Entry { return s.scratch.entry() }
 
+// lookup returns the entry of key as the group being evaluated sees it:
+// the overlay's, else the map's (copied into the scratch space), or nil.
 func (s *Store) lookup(key []byte) *record.Entry {
 	if e, ok := s.overlay[string(key)]; ok {
 		if e.Key == nil {
@@ -255,8 +298,13 @@ func (s *Store) lookup(key []byte) *record.Entry {
 		}
 		return e
 	}
-	e, _ := s.m.Get(key) // the committer is the map's only writer
-	return e
+	// The committer is the map's only writer.
+	if e, ok := s.m.Lookup(key); ok {
+		d := s.scratch.entry()
+		*d = e
+		return d
+	}
+	return nil
 }
 
 // commit evaluates, logs, syncs and applies one group.
@@ -269,6 +317,7 @@ func (s *Store) commit(batch []*request) {
 		return
 	}
 	clear(s.overlay) // every earlier group is visible by now
+	s.scratch.reset()
 	rev := s.lastRev
 	var changes []staged
 	var payloads [][]byte
@@ -317,7 +366,11 @@ func (s *Store) commit(batch []*request) {
 		var err error
 		var mine map[string]*record.Entry // a big transaction's own changes
 		if len(ops) > 8 {
-			mine = make(map[string]*record.Entry, len(ops))
+			if s.mine == nil {
+				s.mine = make(map[string]*record.Entry, len(ops))
+			}
+			mine = s.mine
+			clear(mine)
 		}
 		for i := range ops {
 			var old *record.Entry
@@ -329,19 +382,22 @@ func (s *Store) commit(batch []*request) {
 			} else {
 				old = s.lookupStaged(ops[i].Key, changes[mark:])
 			}
-			var e *record.Entry
-			e, err = record.Next(old, &ops[i], next)
+			e := s.scratch.entry()
+			var deleted bool
+			deleted, s.scratch.bytes, err = record.NextInto(e, s.scratch.bytes, old, &ops[i], next)
 			if err != nil {
 				err = mapApplyError(err, &ops[i], old)
 				break
 			}
-			ov := e
-			if e == nil {
-				ov = tombstone()
+			c := staged{e: e, ov: e}
+			if deleted {
+				c.key, c.e, c.ov = s.scratch.key(ops[i].Key), nil, s.tombstone()
+			} else {
+				c.key = unsafe.String(unsafe.SliceData(e.Key), len(e.Key))
 			}
-			changes = append(changes, staged{key: string(ops[i].Key), e: e, ov: ov})
+			changes = append(changes, c)
 			if mine != nil {
-				mine[string(ops[i].Key)] = e
+				mine[c.key] = c.e
 			}
 		}
 		if err != nil {

@@ -60,6 +60,8 @@ type Store struct {
 	ckpt      chan error               // the running background checkpoint, or nil
 	ckptWait  []chan error             // Checkpoint callers waiting for it
 	overlay   map[string]*record.Entry // changes logged but not yet visible
+	scratch   scratch                  // the staged entries of the group being committed
+	mine      map[string]*record.Entry // a big transaction's own changes, while it is evaluated
 	buf       []byte
 	lastRev   Revision // the last revision given to a record
 	// ckptAtStart asks the committer to checkpoint what recovery
@@ -240,7 +242,7 @@ func (s *Store) Close() error {
 // durable state, so a revision it returns is a safe fencing token.
 func (s *Store) Get(key []byte) (Entry, error) {
 	s.mu.RLock()
-	e, ok := s.m.Get(key)
+	e, ok := s.m.Lookup(key)
 	s.mu.RUnlock()
 	if !ok {
 		if s.isClosed() {
@@ -248,7 +250,7 @@ func (s *Store) Get(key []byte) (Entry, error) {
 		}
 		return Entry{}, ErrNotFound
 	}
-	return *e, nil
+	return e, nil
 }
 
 func (s *Store) isClosed() bool {

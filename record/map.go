@@ -9,7 +9,6 @@ import (
 	"math"
 	"slices"
 	"strconv"
-	"unsafe"
 
 	"github.com/google/btree"
 )
@@ -24,56 +23,55 @@ type Entry struct {
 	Version   int64    // number of changes since creation, 1 when created
 }
 
-// item is what the ordered tree holds: the entry. (An 8-byte key prefix
-// beside the pointer would save cache misses in comparisons, but at the
-// tree's fill it costs 16 bytes a key.)
-type item struct {
-	e *Entry
-}
-
-func itemOf(e *Entry) item { return item{e} }
-
 func keyPrefix(k []byte) uint64 {
 	var p [8]byte
 	copy(p[:], k)
 	return binary.BigEndian.Uint64(p[:])
 }
 
-func lessItem(a, b item) bool { return bytes.Compare(a.e.Key, b.e.Key) < 0 }
+func lessRef(a, b ref) bool { return bytes.Compare(refKey(a), refKey(b)) < 0 }
 
 // Map is the store's state: keys ordered by their bytes, and the revision
-// of the last record applied. It keeps a hash index for point lookups next
-// to the ordered tree. It is not safe for concurrent writers; a Clone is
-// cheap (copy-on-write) and may be read while the original changes.
+// of the last record applied. Its entries live in an arena (see arena.go);
+// a hash index serves point lookups and an ordered tree serves scans. It
+// is not safe for concurrent writers; a Clone is cheap (copy-on-write) and
+// may be read while the original changes.
+//
+// Entries a Map returns are copies of its state whose Key and Value point
+// into the arena: they stay valid and unchanged for as long as they are
+// held (except those of a deferred map, see Defer), and they keep their
+// arena chunk (up to 1 MiB) in memory while they are.
 type Map struct {
-	t   *btree.BTreeG[item] // nil while deferred (see Defer)
-	idx map[string]*Entry   // nil in a clone, which has only the tree
-	// later holds the keys changed in idx by LoadLater and DeleteLater
+	a   arena
+	idx *index             // nil in a clone, which has only the tree
+	t   *btree.BTreeG[ref] // nil while deferred (see Defer)
+	// later holds the entries changed in idx by LoadLater and DeleteLater
 	// but not yet in t (see Flush).
-	later []string
+	later []ref
 	rev   Revision
 	bytes int64 // sum of key and value lengths
+	own   bool  // deferred while empty: values may change in place
 }
 
 // NewMap returns an empty map at revision 0.
-func NewMap() *Map { return &Map{t: newTree(), idx: map[string]*Entry{}} }
+func NewMap() *Map { return &Map{t: newTree(), idx: newIndex(0)} }
 
-func newTree() *btree.BTreeG[item] { return btree.NewG(32, lessItem) }
+const degree = 32
 
-// keyString views an entry's key as a string without copying: entry keys
-// are never modified.
-func keyString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+func newTree() *btree.BTreeG[ref] { return btree.NewG(degree, lessRef) }
 
 // Defer stops maintaining the ordered tree until Build: Apply, Load, Get
-// and Delete then cost a hash-map operation each, which is what replaying
-// a long log wants. All, Clone and Len build the tree first.
+// and Delete then cost a hash-index operation each, which is what
+// replaying a long log wants. All, Clone and Len build the tree first.
 //
-// While deferred, Apply changes the entry of a key that a put overwrites
-// in place rather than allocating a new version: entries obtained from a
-// deferred map must not be kept past the next Apply. (Recovery owns its
-// map until Build; every other user sees entries that never change.)
+// A map deferred while empty is its owner's alone until Build: Apply then
+// overwrites in place the value of a key that a put gives a value of the
+// same length, rather than appending a new version, so entries obtained
+// from it must not be kept past the next Apply. (Recovery owns its map
+// until Build; every other user sees entries that never change.)
 func (m *Map) Defer() {
 	if m.idx != nil {
+		m.own = m.t != nil && m.idx.live == 0 || m.own
 		m.t = nil
 	}
 }
@@ -84,47 +82,67 @@ func (m *Map) Build() {
 	if m.t != nil {
 		return
 	}
+	m.own = false
 	type sortItem struct {
 		prefix uint64
-		e      *Entry
+		p      ref
 	}
-	items := make([]sortItem, 0, len(m.idx))
-	for _, e := range m.idx {
-		items = append(items, sortItem{keyPrefix(e.Key), e})
-	}
+	items := make([]sortItem, 0, m.idx.live)
+	m.idx.all(func(_ int, p ref) {
+		items = append(items, sortItem{keyPrefix(refKey(p)), p})
+	})
 	slices.SortFunc(items, func(a, b sortItem) int {
 		if a.prefix != b.prefix {
 			return cmp.Compare(a.prefix, b.prefix)
 		}
-		return bytes.Compare(a.e.Key, b.e.Key)
+		return bytes.Compare(refKey(a.p), refKey(b.p))
 	})
-	// The keys go in in ascending order, so the one being inserted is
-	// greater than every key in the tree: top lets the tree's comparisons
-	// with it answer without reading a key, where each would otherwise
-	// cost a cache miss or two on an entry inserted long before.
-	o := &buildOrder{}
-	m.t = btree.NewG(32, o.less)
+	b := newBuilder()
 	for _, it := range items {
-		o.top = it.e
-		m.t.ReplaceOrInsert(item{it.e})
+		b.add(it.p)
 	}
-	o.top = nil
+	m.t = b.done()
 }
 
-// buildOrder is the order of a tree made by Build: lessItem, except that
-// while Build runs, top is greater than everything else.
-type buildOrder struct{ top *Entry }
+// builder makes a tree from refs given in ascending key order. The one
+// being inserted is greater than every key in the tree: top lets the
+// tree's comparisons with it answer without reading a key, where each
+// would otherwise cost a cache miss or two on an entry inserted long
+// before.
+type builder struct {
+	o *buildOrder
+	t *btree.BTreeG[ref]
+}
 
-func (o *buildOrder) less(a, b item) bool {
+func newBuilder() builder {
+	o := &buildOrder{}
+	return builder{o, btree.NewG(degree, o.less)}
+}
+
+func (b builder) add(p ref) {
+	b.o.top = p
+	b.t.ReplaceOrInsert(p)
+}
+
+func (b builder) done() *btree.BTreeG[ref] {
+	b.o.top = nil
+	return b.t
+}
+
+// buildOrder is the order of a tree made by a builder: lessRef, except
+// that while the builder runs, top is greater than everything else.
+type buildOrder struct{ top ref }
+
+func (o *buildOrder) less(a, b ref) bool {
 	if o.top != nil {
-		if a.e == o.top {
+		if a == o.top {
 			return false
 		}
-		if b.e == o.top {
+		if b == o.top {
 			return true
 		}
 	}
-	return lessItem(a, b)
+	return lessRef(a, b)
 }
 
 // ordered brings the tree up to date with the index.
@@ -141,17 +159,10 @@ func (m *Map) LoadLater(e *Entry) {
 		m.Load(e)
 		return
 	}
-	k := keyString(e.Key)
-	old, ok := m.idx[k]
-	if ok {
-		if unsafe.SliceData(old.Key) != unsafe.SliceData(e.Key) {
-			delete(m.idx, k) // as in Load: do not keep old's key alive
-		}
-		m.bytes -= int64(len(old.Key) + len(old.Value))
-	}
-	m.idx[k] = e
-	m.bytes += int64(len(e.Key) + len(e.Value))
-	m.later = append(m.later, k)
+	p := m.a.put(e.Key, e.Value, e.CreateRev, e.ModRev, e.Version)
+	m.account(m.idx.set(p), p)
+	m.later = append(m.later, p)
+	m.maybeCompact()
 }
 
 // DeleteLater is Delete for the hash index now and the ordered tree at
@@ -161,13 +172,11 @@ func (m *Map) DeleteLater(key []byte) {
 		m.Delete(key)
 		return
 	}
-	old, ok := m.idx[string(key)]
-	if !ok {
-		return
+	if old := m.idx.remove(key); old != nil {
+		m.account(old, nil)
+		m.later = append(m.later, old)
+		m.maybeCompact()
 	}
-	delete(m.idx, string(key))
-	m.bytes -= int64(len(old.Key) + len(old.Value))
-	m.later = append(m.later, keyString(old.Key))
 }
 
 // Flush applies the changes LoadLater and DeleteLater left for the
@@ -177,11 +186,11 @@ func (m *Map) Flush() {
 		m.later = m.later[:0] // Build reads the index
 		return
 	}
-	for _, k := range m.later {
-		if e, ok := m.idx[k]; ok {
-			m.t.ReplaceOrInsert(item{e})
+	for _, p := range m.later {
+		if cur := m.idx.get(refKey(p)); cur != nil {
+			m.t.ReplaceOrInsert(cur)
 		} else {
-			m.t.Delete(item{&Entry{Key: unsafe.Slice(unsafe.StringData(k), len(k))}})
+			m.t.Delete(p)
 		}
 	}
 	clear(m.later)
@@ -192,8 +201,8 @@ func (m *Map) Flush() {
 // snapshot whose entry count is known: an index grown by doubling can hold
 // twice the slots it needs. Callers bound n by what the input can hold.
 func (m *Map) Reserve(n int) {
-	if m.idx != nil && len(m.idx) == 0 && n > 0 {
-		m.idx = make(map[string]*Entry, n)
+	if m.idx != nil && m.idx.live == 0 && n > 0 {
+		m.idx.resize(n)
 	}
 }
 
@@ -206,7 +215,7 @@ func (m *Map) SetRevision(r Revision) { m.rev = r }
 // Len returns the number of keys.
 func (m *Map) Len() int {
 	if m.idx != nil {
-		return len(m.idx)
+		return m.idx.live
 	}
 	return m.t.Len()
 }
@@ -222,53 +231,80 @@ func (m *Map) Clone() *Map {
 	return &Map{t: m.t.Clone(), rev: m.rev, bytes: m.bytes}
 }
 
-// Get returns the entry of key.
-func (m *Map) Get(key []byte) (*Entry, bool) {
+// find returns the ref of key, or nil.
+func (m *Map) find(key []byte) ref {
 	if m.idx != nil {
-		e, ok := m.idx[string(key)]
-		return e, ok
+		return m.idx.get(key)
 	}
-	it, ok := m.t.Get(item{&Entry{Key: key}})
-	return it.e, ok
+	p, _ := m.t.Get(probe(key))
+	return p
 }
 
-// Load inserts e as it is, as when loading a snapshot. e must not be
-// modified afterwards.
+// Get returns the entry of key.
+func (m *Map) Get(key []byte) (*Entry, bool) {
+	p := m.find(key)
+	if p == nil {
+		return nil, false
+	}
+	e := refEntry(p)
+	return &e, true
+}
+
+// Lookup is Get returning the entry by value, which allocates nothing.
+func (m *Map) Lookup(key []byte) (Entry, bool) {
+	p := m.find(key)
+	if p == nil {
+		return Entry{}, false
+	}
+	return refEntry(p), true
+}
+
+// Load inserts a copy of e, as when loading a snapshot.
 func (m *Map) Load(e *Entry) {
-	var old *Entry
-	var ok bool
+	m.insert(m.a.put(e.Key, e.Value, e.CreateRev, e.ModRev, e.Version))
+}
+
+// insert makes p its key's entry, in the index and the tree.
+func (m *Map) insert(p ref) {
+	var old ref
 	if m.idx != nil {
-		old, ok = m.idx[keyString(e.Key)]
-		if ok && unsafe.SliceData(old.Key) != unsafe.SliceData(e.Key) {
-			// The map's key string is the old entry's key bytes: replace it
-			// too, or it would keep the old entry's memory alive. (Next
-			// shares the key bytes between versions, so this is rare.)
-			delete(m.idx, keyString(e.Key))
-		}
-		m.idx[keyString(e.Key)] = e
+		old = m.idx.set(p)
 	}
 	if m.t != nil {
-		var it item
-		it, ok = m.t.ReplaceOrInsert(itemOf(e))
-		old = it.e
+		if o, ok := m.t.ReplaceOrInsert(p); ok && m.idx == nil {
+			old = o // the index, when there is one, is never behind the tree
+		}
 	}
-	if ok {
-		m.bytes -= int64(len(old.Key) + len(old.Value))
+	m.account(old, p)
+	m.maybeCompact()
+}
+
+// account updates the byte counts for old replaced by p (either nil).
+func (m *Map) account(old, p ref) {
+	if old != nil {
+		m.bytes -= int64(refKeyLen(old) + refValueLen(old))
+		m.a.kill(old)
 	}
-	m.bytes += int64(len(e.Key) + len(e.Value))
+	if p != nil {
+		m.bytes += int64(refKeyLen(p) + refValueLen(p))
+	}
 }
 
 // All returns the entries with start <= key < end in key order; a nil end
-// means no upper bound.
+// means no upper bound. The *Entry yielded is reused from one step to the
+// next, so that a scan of a million keys allocates nothing: copy *e to
+// keep it (its Key and Value stay valid).
 func (m *Map) All(start, end []byte) iter.Seq[*Entry] {
 	m.ordered()
 	t := m.t
 	return func(yield func(*Entry) bool) {
-		t.AscendGreaterOrEqual(item{&Entry{Key: start}}, func(it item) bool {
-			if end != nil && bytes.Compare(it.e.Key, end) >= 0 {
+		var e Entry
+		t.AscendGreaterOrEqual(probe(start), func(p ref) bool {
+			e = refEntry(p)
+			if end != nil && bytes.Compare(e.Key, end) >= 0 {
 				return false
 			}
-			return yield(it.e)
+			return yield(&e)
 		})
 	}
 }
@@ -278,39 +314,14 @@ func (m *Map) All(start, end []byte) iter.Seq[*Entry] {
 // ErrNotInteger or ErrOverflow) and the map is unchanged. Apply does not
 // check that r.Revision follows the map's revision; callers do.
 func (m *Map) Apply(r *Record) error {
-	if len(r.Ops) == 1 {
-		old := m.current(r.Ops[0].Key, nil)
-		if m.overwrite(old, &r.Ops[0], r.Revision) {
-			m.rev = r.Revision
-			return nil
-		}
-		e, err := Next(old, &r.Ops[0], r.Revision)
-		if err != nil {
-			return err
-		}
-		m.replace(r.Ops[0].Key, old, e)
-		m.rev = r.Revision
-		return nil
-	}
-	if !hasAdd(r.Ops) {
-		// Puts and deletes cannot fail: apply them in order, each seeing
-		// the ones before, with no staging (a bulk load's records hold
-		// thousands of them).
+	if len(r.Ops) == 1 || !hasAdd(r.Ops) {
+		// One op applies or fails whole; puts and deletes cannot fail, so
+		// a record of them applies in order, each seeing the ones before,
+		// with no staging (a bulk load's records hold thousands of them).
 		for i := range r.Ops {
-			op := &r.Ops[i]
-			if op.Kind == KindDelete {
-				m.Delete(op.Key)
-				continue
+			if err := m.applyOp(&r.Ops[i], r.Revision); err != nil {
+				return err
 			}
-			old, _ := m.Get(op.Key)
-			if m.overwrite(old, op, r.Revision) {
-				continue
-			}
-			e, err := Next(old, op, r.Revision)
-			if err != nil {
-				return err // not for a put; kept for safety
-			}
-			m.replace(op.Key, old, e)
 		}
 		m.rev = r.Revision
 		return nil
@@ -331,44 +342,69 @@ func (m *Map) Apply(r *Record) error {
 		staged[k] = e
 	}
 	for _, k := range order {
-		m.set([]byte(k), staged[k])
+		if e := staged[k]; e != nil {
+			m.Load(e)
+		} else {
+			m.Delete([]byte(k))
+		}
 	}
 	m.rev = r.Revision
 	return nil
 }
 
-// overwrite applies a put to old, the key's entry, in place when the map
-// is deferred (see Defer): the replay's overwrites then allocate nothing
-// when the value keeps its length, and write no hash-map slot. It reports
-// whether it did.
-func (m *Map) overwrite(old *Entry, op *Op, rev Revision) bool {
-	if m.t != nil || old == nil || op.Kind != KindPut {
-		return false
+// applyOp applies one operation at revision rev, or fails with the map
+// unchanged.
+func (m *Map) applyOp(op *Op, rev Revision) error {
+	if op.Kind == KindDelete {
+		m.Delete(op.Key)
+		return nil
 	}
-	if len(old.Value) == len(op.Value) {
-		copy(old.Value, op.Value)
-	} else {
-		m.bytes += int64(len(op.Value) - len(old.Value))
-		old.Value = bytes.Clone(op.Value)
-	}
-	old.ModRev = rev
-	old.Version++
-	return true
-}
-
-// replace sets key's entry, old until now, to e (nil: deleted).
-func (m *Map) replace(key []byte, old, e *Entry) {
-	if e != nil && m.t == nil && (old == nil || unsafe.SliceData(old.Key) == unsafe.SliceData(e.Key)) {
-		// The replay fast path: a new key, or a new version sharing its
-		// key bytes, into the index alone: one hash-map write.
-		m.idx[keyString(e.Key)] = e
-		m.bytes += int64(len(e.Key) + len(e.Value))
-		if old != nil {
-			m.bytes -= int64(len(old.Key) + len(old.Value))
+	var old ref
+	slot := -1
+	if m.idx != nil {
+		if slot = m.idx.find(op.Key); slot >= 0 {
+			old = m.idx.refs[slot]
 		}
-		return
+	} else {
+		old = m.find(op.Key)
 	}
-	m.set(key, e)
+	if m.own && old != nil && op.Kind == KindPut && refValueLen(old) == len(op.Value) {
+		// Deferred: nobody else holds this entry, so the replay's
+		// overwrites allocate nothing and change no index slot.
+		kl := refKeyLen(old)
+		copy(bytesAt(old, 32+kl, len(op.Value)), op.Value)
+		h := bytesAt(old, 0, 24)
+		binary.LittleEndian.PutUint64(h[8:], uint64(rev))
+		binary.LittleEndian.PutUint64(h[16:], binary.LittleEndian.Uint64(h[16:])+1)
+		return nil
+	}
+	var prev *Entry
+	var pe Entry
+	if old != nil {
+		pe = refEntry(old)
+		prev = &pe
+	}
+	var digits [20]byte
+	value, err := nextValue(prev, op, digits[:0])
+	if err != nil {
+		return err
+	}
+	create, version := rev, int64(1)
+	if prev != nil {
+		create, version = prev.CreateRev, prev.Version+1
+	}
+	p := m.a.put(op.Key, value, create, rev, version)
+	if slot >= 0 {
+		m.idx.refs[slot] = p
+	} else if m.idx != nil {
+		m.idx.insert(p)
+	}
+	if m.t != nil {
+		m.t.ReplaceOrInsert(p)
+	}
+	m.account(old, p)
+	m.maybeCompact()
+	return nil
 }
 
 // hasAdd reports whether ops holds an add, the one kind of operation that
@@ -393,24 +429,12 @@ func (m *Map) current(key []byte, staged map[string]*Entry) *Entry {
 	return e
 }
 
-// Next returns the entry of op.Key after op is applied at revision rev to
-// old, the key's entry before (nil when absent). A nil result means the
-// key is deleted. It returns an error wrapping ErrNotInteger or
-// ErrOverflow when an add cannot apply.
-func Next(old *Entry, op *Op, rev Revision) (*Entry, error) {
-	// Key and value share one allocation of exactly their size.
-	var kv []byte
+// nextValue returns the value op (a put or an add) gives a key whose entry
+// is old (nil when absent); an add's digits are appended to buf.
+func nextValue(old *Entry, op *Op, buf []byte) ([]byte, error) {
 	switch op.Kind {
-	case KindDelete:
-		return nil, nil
 	case KindPut:
-		if old != nil {
-			// A new version shares the key bytes of the one it replaces.
-			return &Entry{Key: old.Key, Value: bytes.Clone(op.Value), CreateRev: old.CreateRev,
-				ModRev: rev, Version: old.Version + 1}, nil
-		}
-		kv = make([]byte, 0, len(op.Key)+len(op.Value))
-		kv = append(append(kv, op.Key...), op.Value...)
+		return op.Value, nil
 	case KindAdd:
 		var n int64
 		if old != nil {
@@ -423,50 +447,107 @@ func Next(old *Entry, op *Op, rev Revision) (*Entry, error) {
 		if (op.Delta > 0 && n > math.MaxInt64-op.Delta) || (op.Delta < 0 && n < math.MinInt64-op.Delta) {
 			return nil, fmt.Errorf("add %q: %d + %d: %w", op.Key, n, op.Delta, ErrOverflow)
 		}
-		var digits [20]byte
-		d := strconv.AppendInt(digits[:0], n+op.Delta, 10)
-		if old != nil {
-			return &Entry{Key: old.Key, Value: bytes.Clone(d), CreateRev: old.CreateRev,
-				ModRev: rev, Version: old.Version + 1}, nil
-		}
-		kv = make([]byte, 0, len(op.Key)+len(d))
-		kv = append(append(kv, op.Key...), d...)
-	default:
-		return nil, fmt.Errorf("%w: unknown operation kind %d", ErrCorrupt, uint8(op.Kind))
+		return strconv.AppendInt(buf, n+op.Delta, 10), nil
 	}
-	k := len(op.Key)
-	e := &Entry{Key: kv[:k:k], Value: kv[k:], CreateRev: rev, ModRev: rev, Version: 1}
-	if old != nil {
-		e.CreateRev = old.CreateRev
-		e.Version = old.Version + 1
+	return nil, fmt.Errorf("%w: unknown operation kind %d", ErrCorrupt, uint8(op.Kind))
+}
+
+// Next returns the entry of op.Key after op is applied at revision rev to
+// old, the key's entry before (nil when absent). A nil result means the
+// key is deleted. It returns an error wrapping ErrNotInteger or
+// ErrOverflow when an add cannot apply. The entry's key and value share
+// one new allocation.
+func Next(old *Entry, op *Op, rev Revision) (*Entry, error) {
+	if op.Kind == KindDelete {
+		return nil, nil
+	}
+	e := new(Entry)
+	if _, _, err := NextInto(e, make([]byte, 0, len(op.Key)+max(len(op.Value), 20)), old, op, rev); err != nil {
+		return nil, err
 	}
 	return e, nil
 }
 
-func (m *Map) set(key []byte, e *Entry) {
-	if e == nil {
-		m.Delete(key)
-		return
+// NextInto is Next writing the new entry into dst, its key and value
+// appended to buf, and returning buf: a writer that stages many changes
+// can reuse both. deleted reports a delete, which leaves dst and buf as
+// they were.
+func NextInto(dst *Entry, buf []byte, old *Entry, op *Op, rev Revision) (deleted bool, _ []byte, err error) {
+	if op.Kind == KindDelete {
+		return true, buf, nil
 	}
-	m.Load(e)
+	var digits [20]byte
+	v, err := nextValue(old, op, digits[:0])
+	if err != nil {
+		return false, buf, err
+	}
+	l := len(buf)
+	buf = append(append(buf, op.Key...), v...)
+	k := l + len(op.Key)
+	*dst = Entry{Key: buf[l:k:k], Value: buf[k:len(buf):len(buf)], CreateRev: rev, ModRev: rev, Version: 1}
+	if old != nil {
+		dst.CreateRev = old.CreateRev
+		dst.Version = old.Version + 1
+	}
+	return false, buf, nil
 }
 
 // Delete removes key, as Apply does for a delete operation.
 func (m *Map) Delete(key []byte) {
-	var old *Entry
-	var ok bool
+	var old ref
 	if m.idx != nil {
-		if old, ok = m.idx[string(key)]; ok {
-			delete(m.idx, string(key))
+		old = m.idx.remove(key)
+	}
+	switch {
+	case m.t == nil:
+	case m.idx == nil:
+		old, _ = m.t.Delete(probe(key))
+	case old != nil:
+		m.t.Delete(old)
+	}
+	m.account(old, nil)
+	m.maybeCompact()
+}
+
+// compactMin is the dead space below which a map never evacuates a chunk.
+var compactMin int64 = 256 << 10
+
+// maybeCompact evacuates the chunk of the arena with the most dead bytes
+// (versions replaced or deleted) when the dead bytes outgrow half the
+// live ones: the arena then holds at most 1.5 times its live entries
+// (plus compactMin and the chunk being filled). One chunk at a time keeps
+// the pause short (a chunk is at most 1 MiB), and the chunk chosen is at
+// least a third dead, so each byte written costs at most two copied.
+func (m *Map) maybeCompact() {
+	if m.idx == nil {
+		return // a clone shares its entries with the map it came from
+	}
+	if a := &m.a; a.dead > compactMin && a.dead > a.live/2 {
+		if i := a.victim(); i >= 0 {
+			m.evacuate(i)
 		}
 	}
-	if m.t != nil {
-		var it item
-		it, ok = m.t.Delete(item{&Entry{Key: key}})
-		old = it.e
-	}
-	if ok {
-		m.bytes -= int64(len(old.Key) + len(old.Value))
+}
+
+// evacuate copies the live entries of chunk i to the chunk being filled,
+// points the index and the tree at the copies, and lets chunk i go: it
+// stays in memory for as long as a clone, an entry handed out or a
+// pending Flush refers to it, and nothing in it changes.
+func (m *Map) evacuate(i int) {
+	c := m.a.chunks[i]
+	m.a.drop(i)
+	for off := 0; off < len(c.b); {
+		p := ref(&c.b[off])
+		off += refSize(p)
+		j := m.idx.find(refKey(p))
+		if j < 0 || m.idx.refs[j] != p {
+			continue // dead
+		}
+		q := m.a.copyOf(p)
+		m.idx.refs[j] = q
+		if m.t != nil {
+			m.t.ReplaceOrInsert(q)
+		}
 	}
 }
 

@@ -2,11 +2,15 @@ package record_test
 
 import (
 	"errors"
+	"fmt"
 	"math"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/kvstore/kv/record"
 	"pgregory.net/rapid"
 )
@@ -487,7 +491,7 @@ func TestLater(t *testing.T) {
 			k := []byte(key.Draw(t, "probe"))
 			ge, gok := eager.Get(k)
 			le, lok := lazy.Get(k)
-			if gok != lok || ge != le {
+			if gok != lok || !cmp.Equal(ge, le) {
 				t.Fatalf("Get(%q): eager %v %v, lazy %v %v", k, ge, gok, le, lok)
 			}
 			if eager.Len() != lazy.Len() || eager.Bytes() != lazy.Bytes() {
@@ -503,4 +507,168 @@ func TestLater(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestArena checks the map against a plain Go map while its arena is
+// compacted at every chance (the dead-space floor set to 0): records of
+// puts, adds and deletes, deferred stretches with their in-place
+// overwrites, later changes, clones, and entries held across all of it.
+// Each clone must keep the state it was taken at, and each entry handed
+// out before an evacuation must keep its bytes.
+func TestArena(t *testing.T) {
+	defer record.SetCompactMin(record.SetCompactMin(0))
+	rapid.Check(t, func(t *rapid.T) {
+		// Chunks of one to three entries, and entries of 40 bytes or more
+		// in an allocation of their own, so that chunks die and get
+		// evacuated within a few steps.
+		defer record.SetChunkSizes(64, 128, 40)()
+		m := record.NewMap()
+		model := map[string]entry{}
+		type held struct {
+			e    *record.Entry
+			want entry
+		}
+		var helds []held
+		var clones []*record.Map
+		var want [][]entry
+		rev := record.Revision(0)
+		key := rapid.StringMatching(`[a-f]{0,3}`)
+		value := rapid.StringMatching(`[x-z0-9]{0,4}`)
+		deferred := false
+		snapshot := func() []entry {
+			es := make([]entry, 0, len(model))
+			for _, e := range model {
+				es = append(es, e)
+			}
+			slices.SortFunc(es, func(a, b entry) int { return strings.Compare(a.Key, b.Key) })
+			return es
+		}
+		for range rapid.IntRange(1, 80).Draw(t, "steps") {
+			switch rapid.IntRange(0, 8).Draw(t, "op") {
+			case 0, 1, 2: // a put
+				rev++
+				k, v := key.Draw(t, "key"), value.Draw(t, "value")
+				r := put(rev, k, v)
+				if err := m.Apply(&r); err != nil {
+					t.Fatal(err)
+				}
+				e := entry{k, v, rev, rev, 1}
+				if old, ok := model[k]; ok {
+					e.CreateRev, e.Version = old.CreateRev, old.Version+1
+				}
+				model[k] = e
+			case 3: // an add, which fails on a value that is not a number
+				rev++
+				k := key.Draw(t, "key")
+				r := add(rev, k, 1)
+				err := m.Apply(&r)
+				old, ok := model[k]
+				n, perr := strconv.ParseInt(old.Value, 10, 64)
+				if ok && perr != nil {
+					if !errors.Is(err, record.ErrNotInteger) {
+						t.Fatalf("add on %q: %v, want ErrNotInteger", old.Value, err)
+					}
+					rev--
+					break
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				e := entry{k, strconv.FormatInt(n+1, 10), rev, rev, 1}
+				if ok {
+					e.CreateRev, e.Version = old.CreateRev, old.Version+1
+				}
+				model[k] = e
+			case 4: // a delete, now or later
+				k := key.Draw(t, "key")
+				if rapid.Bool().Draw(t, "later") {
+					m.DeleteLater([]byte(k))
+				} else {
+					m.Delete([]byte(k))
+				}
+				delete(model, k)
+			case 5: // a put loaded later
+				rev++
+				k, v := key.Draw(t, "key"), value.Draw(t, "value")
+				e := entry{k, v, rev, rev, 1}
+				if old, ok := model[k]; ok {
+					e.CreateRev, e.Version = old.CreateRev, old.Version+1
+				}
+				m.LoadLater(&record.Entry{Key: []byte(k), Value: []byte(v), CreateRev: e.CreateRev, ModRev: rev, Version: e.Version})
+				model[k] = e
+			case 6: // into or out of a deferred stretch
+				if deferred {
+					m.Build()
+				} else {
+					m.Defer()
+				}
+				deferred = !deferred
+			case 7: // a clone, which ends a deferred stretch
+				clones = append(clones, m.Clone())
+				want = append(want, snapshot())
+				deferred = false
+			case 8: // hold an entry
+				k := key.Draw(t, "key")
+				if e, ok := m.Get([]byte(k)); ok && !deferred {
+					helds = append(helds, held{e, model[k]})
+				}
+			}
+			k := key.Draw(t, "probe")
+			got, ok := m.Lookup([]byte(k))
+			w, wok := model[k]
+			if ok != wok || (ok && w != (entry{string(got.Key), string(got.Value), got.CreateRev, got.ModRev, got.Version})) {
+				t.Fatalf("Lookup(%q) = %+v %v, want %+v %v", k, got, ok, w, wok)
+			}
+			if m.Len() != len(model) {
+				t.Fatalf("Len() = %d, want %d", m.Len(), len(model))
+			}
+			if err := m.CheckArena(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if diff := cmp.Diff(snapshot(), dump(t, m), cmpopts.EquateEmpty()); diff != "" {
+			t.Fatalf("map (-model +map):\n%s", diff)
+		}
+		for i, c := range clones {
+			if diff := cmp.Diff(want[i], dump(t, c), cmpopts.EquateEmpty()); diff != "" {
+				t.Fatalf("clone %d (-want +got):\n%s", i, diff)
+			}
+		}
+		for _, h := range helds {
+			e := h.e
+			if got := (entry{string(e.Key), string(e.Value), e.CreateRev, e.ModRev, e.Version}); got != h.want {
+				t.Fatalf("an entry held changed: %+v, was %+v", got, h.want)
+			}
+		}
+	})
+}
+
+// TestEntrySizes puts entries of sizes around every chunk boundary, from
+// empty values to values past the size that gets an allocation of its
+// own, and reads each back.
+func TestEntrySizes(t *testing.T) {
+	m := record.NewMap()
+	var sizes []int
+	for _, s := range []int{0, 1, 4 << 10, 64 << 10, 1 << 20} {
+		for d := -40; d <= 40; d += 8 {
+			if s+d >= 0 {
+				sizes = append(sizes, s+d)
+			}
+		}
+	}
+	for i, n := range sizes {
+		r := put(record.Revision(i+1), fmt.Sprintf("k%03d", i), strings.Repeat("v", n))
+		if err := m.Apply(&r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, n := range sizes {
+		e, ok := m.Lookup([]byte(fmt.Sprintf("k%03d", i)))
+		if !ok || len(e.Value) != n || string(e.Value) != strings.Repeat("v", n) {
+			t.Fatalf("key %d: value of %d bytes, want %d", i, len(e.Value), n)
+		}
+	}
+	if err := m.CheckArena(); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -121,7 +121,9 @@ func decode(b []byte) (decoded, error) {
 		d.Meta = m
 		return nil
 	}, func(e *record.Entry) error {
-		d.Entries = append(d.Entries, e)
+		c := *e // lent for the call
+		c.Key, c.Value = bytes.Clone(e.Key), bytes.Clone(e.Value)
+		d.Entries = append(d.Entries, &c)
 		return nil
 	})
 	return d, err
@@ -134,7 +136,9 @@ func read(fsys vfs.FS, dir string) (decoded, error) {
 		d.Meta = m
 		return nil
 	}, func(e *record.Entry) error {
-		d.Entries = append(d.Entries, e)
+		c := *e // lent for the call
+		c.Key, c.Value = bytes.Clone(e.Key), bytes.Clone(e.Value)
+		d.Entries = append(d.Entries, &c)
 		return nil
 	})
 	return d, err

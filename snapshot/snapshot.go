@@ -150,6 +150,8 @@ var errStop = errors.New("stop")
 // Read verifies the snapshot in dir and streams it back: the meta record,
 // then each entry in key order. The callbacks may run before damage later
 // in the file is found: discard what they built if Read returns an error.
+// The entry is lent for the call: its Key and Value point into the
+// decoder's buffer, which the next entry overwrites (Map.Load copies).
 // A missing snapshot is an error matching fs.ErrNotExist.
 func Read(fsys vfs.FS, dir string, meta func(Meta) error, entry func(*record.Entry) error) error {
 	return ReadFile(fsys, path.Join(dir, Name), meta, entry)
@@ -284,6 +286,7 @@ func (d *decoder) run(metaFn func(Meta) error, entryFn func(*record.Entry) error
 	}
 	var n uint64
 	var prev []byte
+	var e record.Entry
 	for {
 		typ, p, off, err := d.frame()
 		if err != nil {
@@ -291,20 +294,19 @@ func (d *decoder) run(metaFn func(Meta) error, entryFn func(*record.Entry) error
 		}
 		switch typ {
 		case frameEntry:
-			e, err := decodeEntry(p)
-			if err != nil {
+			if err := decodeEntry(p, &e); err != nil {
 				return d.corrupt(off, "%v", err)
 			}
 			if n > 0 && bytes.Compare(prev, e.Key) >= 0 {
 				return d.corrupt(off, "key %q out of order", e.Key)
 			}
-			prev = e.Key
+			prev = append(prev[:0], e.Key...)
 			if e.ModRev > meta.Revision || e.CreateRev > e.ModRev {
 				return d.corrupt(off, "entry revisions %d/%d past the snapshot revision %d", e.CreateRev, e.ModRev, meta.Revision)
 			}
 			n++
 			if entryFn != nil {
-				if err := entryFn(e); err != nil {
+				if err := entryFn(&e); err != nil {
 					return err
 				}
 			}
@@ -322,13 +324,13 @@ func (d *decoder) run(metaFn func(Meta) error, entryFn func(*record.Entry) error
 	}
 }
 
-// decodeEntry parses an entry frame's payload into an entry that owns its
-// key and value (p is the decoder's reused frame buffer).
-func decodeEntry(p []byte) (*record.Entry, error) {
+// decodeEntry parses an entry frame's payload into e, whose key and value
+// then point into p, the decoder's reused frame buffer.
+func decodeEntry(p []byte, e *record.Entry) error {
 	if len(p) < 28 {
-		return nil, fmt.Errorf("entry frame of %d bytes", len(p))
+		return fmt.Errorf("entry frame of %d bytes", len(p))
 	}
-	e := &record.Entry{
+	*e = record.Entry{
 		CreateRev: record.Revision(binary.LittleEndian.Uint64(p)),
 		ModRev:    record.Revision(binary.LittleEndian.Uint64(p[8:])),
 		Version:   int64(binary.LittleEndian.Uint64(p[16:])),
@@ -336,22 +338,17 @@ func decodeEntry(p []byte) (*record.Entry, error) {
 	rest := p[24:]
 	kl := binary.LittleEndian.Uint32(rest)
 	if uint64(kl)+8 > uint64(len(rest)) {
-		return nil, fmt.Errorf("key length %d past the frame", kl)
+		return fmt.Errorf("key length %d past the frame", kl)
 	}
 	e.Key = rest[4 : 4+kl : 4+kl]
 	rest = rest[4+kl:]
 	vl := binary.LittleEndian.Uint32(rest)
 	if uint64(vl)+4 != uint64(len(rest)) {
-		return nil, fmt.Errorf("value length %d does not fill the frame", vl)
+		return fmt.Errorf("value length %d does not fill the frame", vl)
 	}
-	// Key and value in one allocation of exactly their size: the map keeps
-	// them for as long as the key lives.
-	kv := make([]byte, int(kl)+len(rest)-4)
-	n := copy(kv, e.Key)
-	copy(kv[n:], rest[4:])
-	e.Key, e.Value = kv[:n:n], kv[n:]
+	e.Value = rest[4 : 4+vl : 4+vl]
 	if e.CreateRev == 0 || e.Version < 1 {
-		return nil, fmt.Errorf("entry with create revision %d and version %d", e.CreateRev, e.Version)
+		return fmt.Errorf("entry with create revision %d and version %d", e.CreateRev, e.Version)
 	}
-	return e, nil
+	return nil
 }

@@ -117,7 +117,7 @@ func TestRoundtrip(t *testing.T) {
 				for _, e := range got.Entries {
 					loaded.Load(e)
 				}
-				if diff := cmp.Diff(slices.Collect(m.All(nil, nil)), slices.Collect(loaded.All(nil, nil)), equateEmpty); diff != "" {
+				if diff := cmp.Diff(entries(m), entries(loaded), equateEmpty); diff != "" {
 					t.Errorf("reloaded map (-want +got):\n%s", diff)
 				}
 			})
@@ -338,4 +338,13 @@ func TestReadCallbackErrors(t *testing.T) {
 	if err := snapshot.Read(m, "d", nil, nil); err != nil {
 		t.Errorf("Read with nil callbacks: %v", err)
 	}
+}
+
+// entries returns copies of m's entries, in key order.
+func entries(m *record.Map) []record.Entry {
+	var es []record.Entry
+	for e := range m.All(nil, nil) {
+		es = append(es, *e)
+	}
+	return es
 }

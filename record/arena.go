@@ -1,0 +1,197 @@
+package record
+
+import (
+	"cmp"
+	"encoding/binary"
+	"slices"
+	"unsafe"
+)
+
+// A Map keeps its entries in an arena: large byte slices, allocated from
+// the Go heap and free of pointers, into which each new version of a key
+// is appended as
+//
+//	create revision u64 | mod revision u64 | version u64 | key length u32 | key | value length u32 | value
+//
+// (little-endian, no alignment: the layout of a snapshot's entry frame).
+// The index and the tree hold a ref, a pointer to the start of one such
+// entry. The garbage collector then sees one object per chunk instead of
+// two per key, and a key costs its bytes plus 32, where a heap-allocated
+// Entry and its bytes cost about 90 more.
+//
+// Bytes appended are never changed afterwards, with one exception: a
+// deferred map (see Map.Defer), which no one else reads, overwrites a
+// value in place. So an Entry made from a ref (its Key and Value point
+// into the chunk) stays valid for as long as it is held, and it keeps its
+// chunk alive. Versions that were replaced or deleted are dead bytes;
+// when they outgrow half the live ones, the map copies the live entries
+// of the chunk most dead to the chunk being filled and lets the old one
+// go (see Map.maybeCompact).
+type ref = unsafe.Pointer
+
+const entryFixed = 32 // the revisions, the version and the two lengths
+
+// Chunk sizes (variables for the tests, which make them tiny).
+var (
+	minChunk = 4 << 10  // a small map stays small
+	maxChunk = 1 << 20  // chunks double up to this size
+	ownChunk = 64 << 10 // entries at least this big get an allocation of their own
+)
+
+// chunk is one allocation of the arena.
+type chunk struct {
+	b    []byte  // len is what is used
+	base uintptr // the address of b[0], for chunkOf
+	live int64   // bytes of the entries in b that are live
+}
+
+// arena hands out the space for new entries and keeps count of which are
+// live, chunk by chunk, so that the chunks mostly dead can be evacuated.
+type arena struct {
+	cur    *chunk   // the chunk being filled
+	chunks []*chunk // every chunk, by base address
+	next   int      // the size of the next chunk
+	live   int64    // bytes of live entries
+	dead   int64    // bytes of entries replaced or deleted, not yet evacuated
+}
+
+// alloc returns n bytes of fresh space and the chunk they are in. Every
+// chunk keeps one byte spare at its end, so that a pointer just past an
+// entry (an empty value at the end of a chunk) still points into it.
+func (a *arena) alloc(n int) []byte {
+	a.live += int64(n)
+	if n >= ownChunk {
+		c := a.newChunk(n)
+		c.b = c.b[:n]
+		c.live = int64(n)
+		return c.b
+	}
+	if a.cur == nil || cap(a.cur.b)-len(a.cur.b) < n+1 {
+		size := max(a.next, minChunk)
+		for size < n+1 {
+			size *= 2
+		}
+		a.next = min(size*2, maxChunk)
+		a.cur = a.newChunk(size - 1)
+	}
+	c := a.cur
+	l := len(c.b)
+	c.b = c.b[:l+n]
+	c.live += int64(n)
+	return c.b[l : l+n : l+n]
+}
+
+// newChunk allocates a chunk for size bytes (and the spare one) and adds
+// it to the chunks.
+func (a *arena) newChunk(size int) *chunk {
+	b := make([]byte, 0, size+1)
+	c := &chunk{b: b, base: uintptr(unsafe.Pointer(unsafe.SliceData(b)))}
+	i, _ := slices.BinarySearchFunc(a.chunks, c.base, func(c *chunk, base uintptr) int { return cmp.Compare(c.base, base) })
+	a.chunks = slices.Insert(a.chunks, i, c)
+	return c
+}
+
+// chunkOf returns the index in a.chunks of the chunk holding p, or -1 when
+// p is not in this arena (an entry of the map a clone came from, or of
+// chunks evacuated already).
+func (a *arena) chunkOf(p ref) int {
+	addr := uintptr(p)
+	i, found := slices.BinarySearchFunc(a.chunks, addr, func(c *chunk, addr uintptr) int { return cmp.Compare(c.base, addr) })
+	if !found {
+		i--
+	}
+	if i < 0 || addr >= a.chunks[i].base+uintptr(len(a.chunks[i].b)) {
+		return -1
+	}
+	return i
+}
+
+// kill counts the entry at p dead: replaced or deleted.
+func (a *arena) kill(p ref) {
+	if i := a.chunkOf(p); i >= 0 {
+		n := int64(refSize(p))
+		a.chunks[i].live -= n
+		a.live -= n
+		a.dead += n
+	}
+}
+
+// victim returns the index of the chunk with the most dead bytes, not
+// counting the one being filled, or -1 when none has any.
+func (a *arena) victim() int {
+	best, most := -1, int64(0)
+	for i, c := range a.chunks {
+		if d := int64(len(c.b)) - c.live; c != a.cur && d > most {
+			best, most = i, d
+		}
+	}
+	return best
+}
+
+// drop removes chunk i, whose live entries have been copied elsewhere.
+func (a *arena) drop(i int) {
+	c := a.chunks[i]
+	a.dead -= int64(len(c.b)) - c.live
+	a.live -= c.live // counted again where they were copied to
+	a.chunks = slices.Delete(a.chunks, i, i+1)
+}
+
+// put appends an entry and returns its ref.
+func (a *arena) put(key, value []byte, createRev, modRev Revision, version int64) ref {
+	b := a.alloc(entryFixed + len(key) + len(value))
+	binary.LittleEndian.PutUint64(b, uint64(createRev))
+	binary.LittleEndian.PutUint64(b[8:], uint64(modRev))
+	binary.LittleEndian.PutUint64(b[16:], uint64(version))
+	binary.LittleEndian.PutUint32(b[24:], uint32(len(key)))
+	n := 28 + copy(b[28:], key)
+	binary.LittleEndian.PutUint32(b[n:], uint32(len(value)))
+	copy(b[n+4:], value)
+	return ref(&b[0])
+}
+
+// copyOf appends a copy of the entry at p.
+func (a *arena) copyOf(p ref) ref {
+	n := refSize(p)
+	b := a.alloc(n)
+	copy(b, unsafe.Slice((*byte)(p), n))
+	return ref(&b[0])
+}
+
+// bytesAt views n bytes of an entry from offset off.
+func bytesAt(p ref, off, n int) []byte { return unsafe.Slice((*byte)(unsafe.Add(p, off)), n) }
+
+func refKeyLen(p ref) int { return int(binary.LittleEndian.Uint32(bytesAt(p, 24, 4))) }
+
+// refKey returns the key of the entry at p.
+func refKey(p ref) []byte { return bytesAt(p, 28, refKeyLen(p)) }
+
+func refValueLen(p ref) int {
+	return int(binary.LittleEndian.Uint32(bytesAt(p, 28+refKeyLen(p), 4)))
+}
+
+// refSize returns the bytes the entry at p takes in the arena.
+func refSize(p ref) int { return entryFixed + refKeyLen(p) + refValueLen(p) }
+
+// refEntry returns the entry at p, its Key and Value pointing into the
+// arena (each with no capacity past its length).
+func refEntry(p ref) Entry {
+	h := bytesAt(p, 0, 28)
+	kl := int(binary.LittleEndian.Uint32(h[24:]))
+	vl := int(binary.LittleEndian.Uint32(bytesAt(p, 28+kl, 4)))
+	return Entry{
+		Key:       bytesAt(p, 28, kl),
+		Value:     bytesAt(p, 32+kl, vl),
+		CreateRev: Revision(binary.LittleEndian.Uint64(h)),
+		ModRev:    Revision(binary.LittleEndian.Uint64(h[8:])),
+		Version:   int64(binary.LittleEndian.Uint64(h[16:])),
+	}
+}
+
+// probe returns a ref to a throwaway entry holding key alone, for looking
+// key up in the tree.
+func probe(key []byte) ref {
+	b := make([]byte, entryFixed+len(key), entryFixed+len(key)+1)
+	binary.LittleEndian.PutUint32(b[24:], uint32(len(key)))
+	copy(b[28:], key)
+	return ref(&b[0])
+}
