@@ -28,7 +28,7 @@ func (m *Map) CheckArena() error {
 	}
 	live := make([]int64, len(m.a.chunks))
 	var err error
-	m.idx.all(func(_ int, p ref) {
+	m.idx.all(func(p ref) {
 		i := m.a.chunkOf(p)
 		if i < 0 {
 			if err == nil {

@@ -3,7 +3,6 @@ package record
 import (
 	"bytes"
 	"hash/maphash"
-	"unsafe"
 )
 
 // index is a Map's hash index: open addressing with linear probing over
@@ -12,11 +11,17 @@ import (
 // all, where a Go map keyed by strings into the arena would re-hash every
 // key (a cache miss each) every time it grows.
 type index struct {
-	refs   []ref    // nil: empty; tomb: deleted
-	hashes []uint32 // the low 32 bits of the key's hash
-	live   int      // keys held
-	used   int      // slots not empty: keys and tombs
-	seed   maphash.Seed
+	slots []slot
+	live  int // keys held
+	used  int // slots not empty: keys and tombs
+	seed  maphash.Seed
+}
+
+// slot is one key's place in the index: its ref and hash side by side, so
+// that a probe costs one cache miss, not two.
+type slot struct {
+	p ref    // nil: empty; tomb: deleted
+	h uint32 // the low 32 bits of the key's hash
 }
 
 // tomb marks a slot whose key was deleted: a search goes on past it.
@@ -38,20 +43,19 @@ func (x *index) resize(n int) {
 	for size*maxLoadNum/maxLoadDen < n+1 {
 		size *= 2
 	}
-	refs, hashes := x.refs, x.hashes
-	x.refs, x.hashes = make([]ref, size), make([]uint32, size)
+	old := x.slots
+	x.slots = make([]slot, size)
 	x.used = x.live
 	mask := uint32(size - 1)
-	for i, p := range refs {
-		if p == nil || p == tomb {
+	for _, s := range old {
+		if s.p == nil || s.p == tomb {
 			continue
 		}
-		h := hashes[i]
-		j := h & mask
-		for x.refs[j] != nil {
+		j := s.h & mask
+		for x.slots[j].p != nil {
 			j = (j + 1) & mask
 		}
-		x.refs[j], x.hashes[j] = p, h
+		x.slots[j] = s
 	}
 }
 
@@ -60,13 +64,13 @@ func (x *index) hash(key []byte) uint32 { return uint32(maphash.Bytes(x.seed, ke
 // find returns the slot holding key, or -1.
 func (x *index) find(key []byte) int {
 	h := x.hash(key)
-	mask := uint32(len(x.refs) - 1)
+	mask := uint32(len(x.slots) - 1)
 	for j := h & mask; ; j = (j + 1) & mask {
-		p := x.refs[j]
-		if p == nil {
+		s := &x.slots[j]
+		if s.p == nil {
 			return -1
 		}
-		if x.hashes[j] == h && p != tomb && bytes.Equal(refKey(p), key) {
+		if s.h == h && s.p != tomb && bytes.Equal(refKey(s.p), key) {
 			return int(j)
 		}
 	}
@@ -75,28 +79,28 @@ func (x *index) find(key []byte) int {
 // get returns the ref of key, or nil.
 func (x *index) get(key []byte) ref {
 	if j := x.find(key); j >= 0 {
-		return x.refs[j]
+		return x.slots[j].p
 	}
 	return nil
 }
 
 // insert adds p, whose key the index does not hold.
 func (x *index) insert(p ref) {
-	if (x.used+1)*maxLoadDen > len(x.refs)*maxLoadNum {
+	if (x.used+1)*maxLoadDen > len(x.slots)*maxLoadNum {
 		// Grow, or when tombs fill the slots, only clear them.
 		x.resize(max(x.live*2, x.live+1))
 	}
 	key := refKey(p)
 	h := x.hash(key)
-	mask := uint32(len(x.refs) - 1)
+	mask := uint32(len(x.slots) - 1)
 	j := h & mask
-	for x.refs[j] != nil && x.refs[j] != tomb {
+	for x.slots[j].p != nil && x.slots[j].p != tomb {
 		j = (j + 1) & mask
 	}
-	if x.refs[j] == nil {
+	if x.slots[j].p == nil {
 		x.used++
 	}
-	x.refs[j], x.hashes[j] = p, h
+	x.slots[j] = slot{p, h}
 	x.live++
 }
 
@@ -104,8 +108,8 @@ func (x *index) insert(p ref) {
 // the key is new).
 func (x *index) set(p ref) ref {
 	if j := x.find(refKey(p)); j >= 0 {
-		old := x.refs[j]
-		x.refs[j] = p
+		old := x.slots[j].p
+		x.slots[j].p = p
 		return old
 	}
 	x.insert(p)
@@ -118,34 +122,17 @@ func (x *index) remove(key []byte) ref {
 	if j < 0 {
 		return nil
 	}
-	old := x.refs[j]
-	x.refs[j] = tomb
+	old := x.slots[j].p
+	x.slots[j].p = tomb
 	x.live--
 	return old
 }
 
-// moved replaces old, the ref of a key, by new (a copy of it).
-func (x *index) moved(old, new ref) {
-	h := x.hash(refKey(old))
-	mask := uint32(len(x.refs) - 1)
-	for j := h & mask; ; j = (j + 1) & mask {
-		if x.refs[j] == old {
-			x.refs[j] = new
-			return
+// all calls f with each key's ref.
+func (x *index) all(f func(p ref)) {
+	for _, s := range x.slots {
+		if s.p != nil && s.p != tomb {
+			f(s.p)
 		}
 	}
-}
-
-// all calls f with the slot number of each key held.
-func (x *index) all(f func(j int, p ref)) {
-	for j, p := range x.refs {
-		if p != nil && p != tomb {
-			f(j, p)
-		}
-	}
-}
-
-// bytes returns the memory the index takes.
-func (x *index) bytes() int {
-	return len(x.refs) * int(unsafe.Sizeof(ref(nil))+unsafe.Sizeof(uint32(0)))
 }

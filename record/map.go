@@ -88,7 +88,7 @@ func (m *Map) Build() {
 		p      ref
 	}
 	items := make([]sortItem, 0, m.idx.live)
-	m.idx.all(func(_ int, p ref) {
+	m.idx.all(func(p ref) {
 		items = append(items, sortItem{keyPrefix(refKey(p)), p})
 	})
 	slices.SortFunc(items, func(a, b sortItem) int {
@@ -363,7 +363,7 @@ func (m *Map) applyOp(op *Op, rev Revision) error {
 	slot := -1
 	if m.idx != nil {
 		if slot = m.idx.find(op.Key); slot >= 0 {
-			old = m.idx.refs[slot]
+			old = m.idx.slots[slot].p
 		}
 	} else {
 		old = m.find(op.Key)
@@ -395,7 +395,7 @@ func (m *Map) applyOp(op *Op, rev Revision) error {
 	}
 	p := m.a.put(op.Key, value, create, rev, version)
 	if slot >= 0 {
-		m.idx.refs[slot] = p
+		m.idx.slots[slot].p = p
 	} else if m.idx != nil {
 		m.idx.insert(p)
 	}
@@ -540,11 +540,11 @@ func (m *Map) evacuate(i int) {
 		p := ref(&c.b[off])
 		off += refSize(p)
 		j := m.idx.find(refKey(p))
-		if j < 0 || m.idx.refs[j] != p {
+		if j < 0 || m.idx.slots[j].p != p {
 			continue // dead
 		}
 		q := m.a.copyOf(p)
-		m.idx.refs[j] = q
+		m.idx.slots[j].p = q
 		if m.t != nil {
 			m.t.ReplaceOrInsert(q)
 		}
