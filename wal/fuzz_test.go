@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"testing"
 
 	"github.com/kvstore/kv/wal"
@@ -90,7 +91,23 @@ func FuzzScan(f *testing.F) {
 			if info2 != info || !sameError(err, err2) {
 				t.Fatalf("newest=%v: two scans differ: %+v, %v and %+v, %v", newest, info, err, info2, err2)
 			}
+
+			// Third pass: the same, read a few bytes at a time, so that
+			// records and the zeros after them straddle read windows.
+			small := &wal.Reader{FS: fsys, Dir: testDir, MaxRecordSize: fuzzMaxRecord}
+			wal.SetWindow(small, 1+len(data)%37)
+			var payloads3 [][]byte
+			info3, err3 := small.Scan(1, newest, func(rec wal.Record) error {
+				payloads3 = append(payloads3, bytes.Clone(rec.Payload))
+				return nil
+			})
+			if info3 != info || !sameError(err, err3) {
+				t.Fatalf("newest=%v: scans with a small window differ: %+v, %v and %+v, %v", newest, info, err, info3, err3)
+			}
 			results[i].info, results[i].err, results[i].payloads = info, err, payloads
+			if !slices.EqualFunc(payloads, payloads3, bytes.Equal) {
+				t.Fatalf("newest=%v: a small window reads other payloads", newest)
+			}
 
 			if info.Size != int64(len(data)) || info.End < 0 || info.End > info.Size {
 				t.Fatalf("newest=%v: Size %d End %d for %d bytes", newest, info.Size, info.End, len(data))

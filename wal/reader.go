@@ -2,6 +2,7 @@ package wal
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -34,8 +35,11 @@ type SegmentInfo struct {
 	TornReason string
 }
 
-// Reader reads segments. Its buffer is reused from one Scan to the next, so
-// replaying many segments allocates one buffer.
+// Reader reads segments. It reads a segment a window at a time (4 MiB, or
+// one record when a record is bigger), with a buffer reused from one Scan
+// to the next: a replay holds one window in memory, not a segment. Only
+// damage at the end of the newest segment has the rest of the segment
+// read whole, to judge it.
 type Reader struct {
 	FS  vfs.FS
 	Dir string
@@ -43,6 +47,7 @@ type Reader struct {
 	// DefaultMaxRecordSize. A longer length field is damage.
 	MaxRecordSize int
 	buf           []byte
+	window        int // 0: scanWindow (tests make it tiny)
 }
 
 // Scan reads segment seg and calls fn with each data record in order.
@@ -69,36 +74,99 @@ func (r *Reader) Scan(seg SegmentNum, newest bool, fn func(Record) error) (Segme
 		return info, err
 	}
 	info.Size = fi.Size()
-	if int64(cap(r.buf)) < info.Size {
-		r.buf = make([]byte, info.Size)
-	}
-	b := r.buf[:info.Size]
-	if n, err := f.ReadAt(b, 0); err != nil && !(err == io.EOF && int64(n) == info.Size) {
-		return info, fmt.Errorf("wal: read %s: %w", name, err)
-	}
 	maxRec := r.MaxRecordSize
 	if maxRec <= 0 {
 		maxRec = DefaultMaxRecordSize
 	}
-	return scanBytes(name, seg, b, newest, maxRec, info, fn)
+	src := &fileSource{f: f, name: name, size: info.Size, buf: r.buf, window: int64(cmp.Or(r.window, scanWindow))}
+	defer func() { r.buf = src.buf[:0] }()
+	return scan(name, seg, src, newest, maxRec, info, fn)
+}
+
+// source is a segment's bytes as scan reads them.
+type source interface {
+	// at returns the bytes from off to off+n, fewer where the segment
+	// ends first; they stay valid until the next call.
+	at(off int64, n int) ([]byte, error)
+	len() int64
+}
+
+// memSource is a segment held in memory.
+type memSource []byte
+
+func (b memSource) at(off int64, n int) ([]byte, error) {
+	return b[off:min(off+int64(n), int64(len(b)))], nil
+}
+func (b memSource) len() int64 { return int64(len(b)) }
+
+// scanWindow is how much of a segment a Reader reads at once.
+const scanWindow = 4 << 20
+
+// fileSource reads a segment file a window at a time.
+type fileSource struct {
+	f      vfs.File
+	name   string
+	size   int64
+	window int64
+	buf    []byte // the bytes from base on
+	base   int64
+}
+
+func (s *fileSource) len() int64 { return s.size }
+
+func (s *fileSource) at(off int64, n int) ([]byte, error) {
+	end := min(off+int64(n), s.size)
+	if off >= s.base && end <= s.base+int64(len(s.buf)) {
+		return s.buf[off-s.base : end-s.base], nil
+	}
+	w := min(max(end-off, s.window), s.size-off)
+	if int64(cap(s.buf)) < w {
+		s.buf = make([]byte, w)
+	}
+	s.buf, s.base = s.buf[:w], off
+	if k, err := s.f.ReadAt(s.buf, off); err != nil && !(err == io.EOF && int64(k) == w) {
+		s.buf = s.buf[:0]
+		return nil, fmt.Errorf("wal: read %s at offset %d: %w", s.name, off, err)
+	}
+	return s.buf[:end-off], nil
 }
 
 // scanBytes applies the rules of Scan to the contents b of a segment.
 func scanBytes(name string, seg SegmentNum, b []byte, newest bool, maxRec int, info SegmentInfo, fn func(Record) error) (SegmentInfo, error) {
-	off := 0
+	return scan(name, seg, memSource(b), newest, maxRec, info, fn)
+}
+
+// scan applies the rules of Scan to the segment src holds.
+func scan(name string, seg SegmentNum, src source, newest bool, maxRec int, info SegmentInfo, fn func(Record) error) (SegmentInfo, error) {
+	size := src.len()
+	off := int64(0)
 	reason := ""
-	for off < len(b) {
+	for off < size {
+		b, err := src.at(off, HeaderSize)
+		if err != nil {
+			return info, err
+		}
+		if len(b) == HeaderSize {
+			// Read as much as the header claims, within bounds: a record
+			// whose length field is damage fails parseRecord as it would
+			// with the whole segment in hand.
+			if n := int64(binary.LittleEndian.Uint32(b[4:])); n <= int64(maxRec) {
+				if b, err = src.at(off, HeaderSize+int(n)); err != nil {
+					return info, err
+				}
+			}
+		}
 		var p parsed
-		p, reason = parseRecord(b[off:], seg, maxRec)
+		p, reason = parseRecord(b, seg, maxRec)
 		if reason != "" {
 			break
 		}
-		if p.synced > int64(off) {
-			return info, corruptf(name, int64(off), "record claims %d bytes synced before its own offset", p.synced)
+		if p.synced > off {
+			return info, corruptf(name, off, "record claims %d bytes synced before its own offset", p.synced)
 		}
 		switch {
 		case info.Sealed:
-			return info, corruptf(name, int64(off), "%s record after the seal", p.typ)
+			return info, corruptf(name, off, "%s record after the seal", p.typ)
 		case off == 0:
 			if p.typ != TypeHeader {
 				return info, corruptf(name, 0, "segment does not start with a header record")
@@ -107,28 +175,32 @@ func scanBytes(name string, seg SegmentNum, b []byte, newest bool, maxRec int, i
 				return info, err
 			}
 		case p.typ == TypeHeader:
-			return info, corruptf(name, int64(off), "second header record")
+			return info, corruptf(name, off, "second header record")
 		case p.typ == TypeSeal:
 			if len(p.payload) != 0 {
-				return info, corruptf(name, int64(off), "seal record with a payload")
+				return info, corruptf(name, off, "seal record with a payload")
 			}
 			info.Sealed = true
 		default:
 			info.Records++
 			if fn != nil {
-				if err := fn(Record{Segment: seg, Offset: int64(off), Payload: p.payload}); err != nil {
+				if err := fn(Record{Segment: seg, Offset: off, Payload: p.payload}); err != nil {
 					return info, err
 				}
 			}
 		}
-		off += p.size
-		info.End = int64(off)
+		off += int64(p.size)
+		info.End = off
 	}
-	if off == len(b) || allZero(b[off:]) {
+	zero, err := zerosFrom(src, off)
+	if err != nil {
+		return info, err
+	}
+	if zero {
 		// A clean end, or zeros: preallocated space, or writes that a crash
 		// lost entirely. Only the newest segment may end unsealed.
 		if !newest && !info.Sealed {
-			return info, corruptf(name, int64(off), "sealed segment ends without a seal record (cut short)")
+			return info, corruptf(name, off, "sealed segment ends without a seal record (cut short)")
 		}
 		return info, nil
 	}
@@ -136,8 +208,35 @@ func scanBytes(name string, seg SegmentNum, b []byte, newest bool, maxRec int, i
 		if info.Sealed {
 			reason = "bytes after the seal record"
 		}
-		return info, corruptf(name, int64(off), "%s", reason)
+		return info, corruptf(name, off, "%s", reason)
 	}
+	// Damage at the end of the newest segment: judging it takes the rest
+	// of the segment in hand.
+	b, err := src.at(0, int(size))
+	if err != nil {
+		return info, err
+	}
+	return judgeTail(name, seg, b, int(off), reason, maxRec, info)
+}
+
+// zerosFrom reports whether the segment holds only zeros from off on.
+func zerosFrom(src source, off int64) (bool, error) {
+	for off < src.len() {
+		b, err := src.at(off, scanWindow)
+		if err != nil {
+			return false, err
+		}
+		if !allZero(b) {
+			return false, nil
+		}
+		off += int64(len(b))
+	}
+	return true, nil
+}
+
+// judgeTail decides whether the damage at off, at the end of the newest
+// segment b, is crash damage (info.Torn) or corruption.
+func judgeTail(name string, seg SegmentNum, b []byte, off int, reason string, maxRec int, info SegmentInfo) (SegmentInfo, error) {
 	// Damage at the end of the newest segment is crash damage unless a
 	// later valid record was written when these bytes were already synced,
 	// or the damage has a shape no crash leaves.
