@@ -40,5 +40,7 @@
 //	_, err = s.Fenced(kv.Fence{Key: lockKey, Token: token}).Put(k, v)
 //
 // The whole map lives in memory: pick kv for small-to-medium state (up to
-// a few million keys, a few GiB), not as an out-of-core database.
+// a few million keys, a few GiB), not as an out-of-core database. A key
+// costs its bytes plus about 64 (package record, Map): 1M keys of 16 bytes
+// with 100-byte values hold 180 MB.
 package kv

@@ -12,7 +12,10 @@ import (
 type Revision = record.Revision
 
 // Entry is a key's state as Get and Scan return it. Its Key and Value
-// share memory with the store and must not be modified.
+// share memory with the store and must not be modified. They never change
+// while held, and holding them keeps the part of the store's memory they
+// are in (up to 1 MiB) from being freed: copy a value that is kept for
+// long after the key changes.
 type Entry = record.Entry
 
 // Op is one operation of a transaction; build it with Put, Delete or

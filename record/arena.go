@@ -43,13 +43,27 @@ type chunk struct {
 	b    []byte  // len is what is used
 	base uintptr // the address of b[0], for chunkOf
 	live int64   // bytes of the entries in b that are live
+	id   uint64  // its number in arena.byID, for locs
 }
+
+// A loc says where an entry is without a pointer: its chunk's number and
+// its offset in the chunk. The index stores locs.
+const (
+	offBits = 20 // chunks are at most 1 MiB; an entry with a chunk of its own is at offset 0
+	idBits  = 22 // 4M chunks: 4 TiB of 1 MiB chunks, or 4M entries of 64 KiB or more
+	locBits = offBits + idBits
+	locMask = 1<<locBits - 1
+	offMask = 1<<offBits - 1
+)
 
 // arena hands out the space for new entries and keeps count of which are
 // live, chunk by chunk, so that the chunks mostly dead can be evacuated.
 type arena struct {
 	cur    *chunk   // the chunk being filled
 	chunks []*chunk // every chunk, by base address
+	byID   []*chunk // every chunk, by number; nil where none is
+	bases  []ref    // the start of every chunk, by number: what ref reads
+	freeID []uint64 // numbers of dropped chunks, to be given again
 	next   int      // the size of the next chunk
 	live   int64    // bytes of live entries
 	dead   int64    // bytes of entries replaced or deleted, not yet evacuated
@@ -58,13 +72,13 @@ type arena struct {
 // alloc returns n bytes of fresh space and the chunk they are in. Every
 // chunk keeps one byte spare at its end, so that a pointer just past an
 // entry (an empty value at the end of a chunk) still points into it.
-func (a *arena) alloc(n int) []byte {
+func (a *arena) alloc(n int) ([]byte, uint64) {
 	a.live += int64(n)
 	if n >= ownChunk {
 		c := a.newChunk(n)
 		c.b = c.b[:n]
 		c.live = int64(n)
-		return c.b
+		return c.b, c.id << offBits
 	}
 	if a.cur == nil || cap(a.cur.b)-len(a.cur.b) < n+1 {
 		size := max(a.next, minChunk)
@@ -78,7 +92,7 @@ func (a *arena) alloc(n int) []byte {
 	l := len(c.b)
 	c.b = c.b[:l+n]
 	c.live += int64(n)
-	return c.b[l : l+n : l+n]
+	return c.b[l : l+n : l+n], c.id<<offBits | uint64(l)
 }
 
 // newChunk allocates a chunk for size bytes (and the spare one) and adds
@@ -86,6 +100,19 @@ func (a *arena) alloc(n int) []byte {
 func (a *arena) newChunk(size int) *chunk {
 	b := make([]byte, 0, size+1)
 	c := &chunk{b: b, base: uintptr(unsafe.Pointer(unsafe.SliceData(b)))}
+	if len(a.byID) == 0 {
+		a.byID, a.bases = append(a.byID, nil), append(a.bases, nil) // number 0 means no chunk
+	}
+	if n := len(a.freeID); n > 0 {
+		c.id, a.freeID = a.freeID[n-1], a.freeID[:n-1]
+	} else {
+		if len(a.byID) > 1<<idBits-1 {
+			panic("record: more than 4M arena chunks")
+		}
+		c.id = uint64(len(a.byID))
+		a.byID, a.bases = append(a.byID, nil), append(a.bases, nil)
+	}
+	a.byID[c.id], a.bases[c.id] = c, ref(unsafe.SliceData(b))
 	i, _ := slices.BinarySearchFunc(a.chunks, c.base, func(c *chunk, base uintptr) int { return cmp.Compare(c.base, base) })
 	a.chunks = slices.Insert(a.chunks, i, c)
 	return c
@@ -134,11 +161,21 @@ func (a *arena) drop(i int) {
 	a.dead -= int64(len(c.b)) - c.live
 	a.live -= c.live // counted again where they were copied to
 	a.chunks = slices.Delete(a.chunks, i, i+1)
+	a.byID[c.id], a.bases[c.id] = nil, nil
+	a.freeID = append(a.freeID, c.id)
 }
 
-// put appends an entry and returns its ref.
-func (a *arena) put(key, value []byte, createRev, modRev Revision, version int64) ref {
-	b := a.alloc(entryFixed + len(key) + len(value))
+// ref returns the ref of the entry at loc.
+func (a *arena) ref(loc uint64) ref {
+	return unsafe.Add(a.bases[loc>>offBits], loc&offMask)
+}
+
+// locOf returns the loc of p, an entry in chunk c.
+func locOf(c *chunk, p ref) uint64 { return c.id<<offBits | uint64(uintptr(p)-c.base) }
+
+// put appends an entry and returns its ref and loc.
+func (a *arena) put(key, value []byte, createRev, modRev Revision, version int64) (ref, uint64) {
+	b, loc := a.alloc(entryFixed + len(key) + len(value))
 	binary.LittleEndian.PutUint64(b, uint64(createRev))
 	binary.LittleEndian.PutUint64(b[8:], uint64(modRev))
 	binary.LittleEndian.PutUint64(b[16:], uint64(version))
@@ -146,15 +183,15 @@ func (a *arena) put(key, value []byte, createRev, modRev Revision, version int64
 	n := 28 + copy(b[28:], key)
 	binary.LittleEndian.PutUint32(b[n:], uint32(len(value)))
 	copy(b[n+4:], value)
-	return ref(&b[0])
+	return ref(&b[0]), loc
 }
 
-// copyOf appends a copy of the entry at p.
-func (a *arena) copyOf(p ref) ref {
+// copyOf appends a copy of the entry at p and returns its ref and loc.
+func (a *arena) copyOf(p ref) (ref, uint64) {
 	n := refSize(p)
-	b := a.alloc(n)
+	b, loc := a.alloc(n)
 	copy(b, unsafe.Slice((*byte)(p), n))
-	return ref(&b[0])
+	return ref(&b[0]), loc
 }
 
 // bytesAt views n bytes of an entry from offset off.

@@ -11,6 +11,18 @@
 // is not a decimal int64, an overflow) leaves the map unchanged. Decode
 // never allocates more than the payload's size justifies.
 //
+// # Memory
+//
+// A Map appends each version of a key to an arena of byte chunks free of
+// pointers (arena.go), finds keys through an open-addressing index of
+// 8-byte slots (index.go) and orders them in a B-tree of pointers to the
+// entries. A key costs its bytes plus 32 in the arena, 8–16 in the index
+// and about 16 in the tree: 180 B for a 16-byte key with a 100-byte value,
+// where a Go map of heap-allocated entries cost 276. Versions replaced or
+// deleted stay in their chunk until the dead bytes pass half the live
+// ones; then the chunk most dead is copied out, one chunk (at most 1 MiB)
+// per change, and freed once no entry handed out still points into it.
+//
 // # Usage
 //
 //	p := record.Append(nil, &record.Record{Revision: 1,

@@ -41,8 +41,18 @@ func (m *Map) CheckArena() error {
 	if err != nil {
 		return err
 	}
+	for _, s := range m.idx.slots {
+		if s != 0 && s != tombSlot {
+			if id := (s & locMask) >> offBits; id >= uint64(len(m.a.byID)) || m.a.byID[id] == nil {
+				return fmt.Errorf("an index slot names chunk %d, which is not there", id)
+			}
+		}
+	}
 	var total, dead int64
 	for i, c := range m.a.chunks {
+		if m.a.byID[c.id] != c {
+			return fmt.Errorf("chunk %d is not under its number %d", i, c.id)
+		}
 		if c.live != live[i] {
 			return fmt.Errorf("chunk %d counts %d live bytes, the index points to %d", i, c.live, live[i])
 		}
@@ -53,4 +63,12 @@ func (m *Map) CheckArena() error {
 		return fmt.Errorf("arena counts %d live and %d dead bytes, its chunks %d and %d", m.a.live, m.a.dead, total, dead)
 	}
 	return nil
+}
+
+// SetStoredHashSlots sets the index size past which a rehash hashes the
+// keys again, and returns a func that restores it.
+func SetStoredHashSlots(n int) (restore func()) {
+	old := storedHashSlots
+	storedHashSlots = n
+	return func() { storedHashSlots = old }
 }

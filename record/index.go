@@ -3,36 +3,43 @@ package record
 import (
 	"bytes"
 	"hash/maphash"
+	"unsafe"
 )
 
 // index is a Map's hash index: open addressing with linear probing over
-// refs, with 32 bits of each key's hash beside its ref. The stored hash
-// makes a mismatch cost no read of the arena, and a rehash read no key at
-// all, where a Go map keyed by strings into the arena would re-hash every
-// key (a cache miss each) every time it grows.
+// 8-byte slots, each holding where a key's entry is (its chunk's number
+// and its offset in the chunk, see arena.loc) and 22 bits of the key's
+// hash. The slots hold no pointers, so the garbage collector never scans
+// them (the arena's chunk table keeps the chunks alive), and a key costs
+// 8 bytes a slot. The stored hash makes a mismatch cost no read of the
+// arena, and a rehash of up to 4M slots read no key.
 type index struct {
-	slots []slot
-	live  int // keys held
-	used  int // slots not empty: keys and tombs
+	a     *arena
+	slots []uint64 // 0: empty; tombSlot: deleted; else hash<<locBits | loc
+	live  int      // keys held
+	used  int      // slots not empty: keys and tombs
 	seed  maphash.Seed
 }
 
-// slot is one key's place in the index: its ref and hash side by side, so
-// that a probe costs one cache miss, not two.
-type slot struct {
-	p ref    // nil: empty; tomb: deleted
-	h uint32 // the low 32 bits of the key's hash
-}
+// tombSlot marks a slot whose key was deleted: a search goes on past it.
+// Chunk 0 does not exist, so no entry is there.
+const tombSlot = 1
 
-// tomb marks a slot whose key was deleted: a search goes on past it.
-var tomb = ref(new(byte))
+const (
+	hashBits = 64 - locBits
+	hashMask = 1<<hashBits - 1
+)
+
+// storedHashSlots is the largest index whose rehash can place keys by the
+// hash bits stored in their slots (a variable for the tests).
+var storedHashSlots = 1 << hashBits
 
 // maxLoad is the share of slots, keys and tombs, past which the index
 // grows: linear probing stays short below it.
 const maxLoadNum, maxLoadDen = 3, 4
 
-func newIndex(n int) *index {
-	x := &index{seed: maphash.MakeSeed()}
+func newIndex(a *arena, n int) *index {
+	x := &index{a: a, seed: maphash.MakeSeed()}
 	x.resize(n)
 	return x
 }
@@ -44,75 +51,92 @@ func (x *index) resize(n int) {
 		size *= 2
 	}
 	old := x.slots
-	x.slots = make([]slot, size)
+	x.slots = make([]uint64, size)
 	x.used = x.live
-	mask := uint32(size - 1)
+	mask := uint64(size - 1)
 	for _, s := range old {
-		if s.p == nil || s.p == tomb {
+		if s == 0 || s == tombSlot {
 			continue
 		}
-		j := s.h & mask
-		for x.slots[j].p != nil {
+		h := s >> locBits
+		if size > storedHashSlots {
+			h = x.hash(refKey(x.a.ref(s & locMask)))
+		}
+		j := h & mask
+		for x.slots[j] != 0 {
 			j = (j + 1) & mask
 		}
 		x.slots[j] = s
 	}
 }
 
-func (x *index) hash(key []byte) uint32 { return uint32(maphash.Bytes(x.seed, key)) }
+func (x *index) hash(key []byte) uint64 { return maphash.Bytes(x.seed, key) }
 
 // find returns the slot holding key, or -1.
 func (x *index) find(key []byte) int {
 	h := x.hash(key)
-	mask := uint32(len(x.slots) - 1)
+	tag := h & hashMask
+	slots, bases := x.slots, x.a.bases
+	mask := uint64(len(slots) - 1)
 	for j := h & mask; ; j = (j + 1) & mask {
-		s := &x.slots[j]
-		if s.p == nil {
+		s := slots[j]
+		if s == 0 {
 			return -1
 		}
-		if s.h == h && s.p != tomb && bytes.Equal(refKey(s.p), key) {
-			return int(j)
+		if s>>locBits == tag && s != tombSlot {
+			p := unsafe.Add(bases[(s&locMask)>>offBits], s&offMask)
+			if bytes.Equal(refKey(p), key) {
+				return int(j)
+			}
 		}
 	}
 }
+
+// refAt returns the ref of the key in slot j.
+func (x *index) refAt(j int) ref { return x.a.ref(x.slots[j] & locMask) }
+
+// locAt returns where the entry of the key in slot j is.
+func (x *index) locAt(j int) uint64 { return x.slots[j] & locMask }
+
+// setAt points slot j, which holds a key, at a new entry of the same key.
+func (x *index) setAt(j int, loc uint64) { x.slots[j] = x.slots[j]&^locMask | loc }
 
 // get returns the ref of key, or nil.
 func (x *index) get(key []byte) ref {
 	if j := x.find(key); j >= 0 {
-		return x.slots[j].p
+		return x.refAt(j)
 	}
 	return nil
 }
 
-// insert adds p, whose key the index does not hold.
-func (x *index) insert(p ref) {
+// insert adds the entry at p (at loc), whose key the index does not hold.
+func (x *index) insert(p ref, loc uint64) {
 	if (x.used+1)*maxLoadDen > len(x.slots)*maxLoadNum {
 		// Grow, or when tombs fill the slots, only clear them.
 		x.resize(max(x.live*2, x.live+1))
 	}
-	key := refKey(p)
-	h := x.hash(key)
-	mask := uint32(len(x.slots) - 1)
+	h := x.hash(refKey(p))
+	mask := uint64(len(x.slots) - 1)
 	j := h & mask
-	for x.slots[j].p != nil && x.slots[j].p != tomb {
+	for x.slots[j] != 0 && x.slots[j] != tombSlot {
 		j = (j + 1) & mask
 	}
-	if x.slots[j].p == nil {
+	if x.slots[j] == 0 {
 		x.used++
 	}
-	x.slots[j] = slot{p, h}
+	x.slots[j] = (h&hashMask)<<locBits | loc
 	x.live++
 }
 
-// set makes p the ref of its key and returns the one it replaces (nil if
-// the key is new).
-func (x *index) set(p ref) ref {
+// set makes the entry at p (at loc) its key's, and returns the ref it
+// replaces (nil if the key is new).
+func (x *index) set(p ref, loc uint64) ref {
 	if j := x.find(refKey(p)); j >= 0 {
-		old := x.slots[j].p
-		x.slots[j].p = p
+		old := x.refAt(j)
+		x.setAt(j, loc)
 		return old
 	}
-	x.insert(p)
+	x.insert(p, loc)
 	return nil
 }
 
@@ -122,8 +146,8 @@ func (x *index) remove(key []byte) ref {
 	if j < 0 {
 		return nil
 	}
-	old := x.slots[j].p
-	x.slots[j].p = tomb
+	old := x.refAt(j)
+	x.slots[j] = tombSlot
 	x.live--
 	return old
 }
@@ -131,8 +155,8 @@ func (x *index) remove(key []byte) ref {
 // all calls f with each key's ref.
 func (x *index) all(f func(p ref)) {
 	for _, s := range x.slots {
-		if s.p != nil && s.p != tomb {
-			f(s.p)
+		if s != 0 && s != tombSlot {
+			f(x.a.ref(s & locMask))
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"unsafe"
 
 	"github.com/google/btree"
 )
@@ -54,7 +55,11 @@ type Map struct {
 }
 
 // NewMap returns an empty map at revision 0.
-func NewMap() *Map { return &Map{t: newTree(), idx: newIndex(0)} }
+func NewMap() *Map {
+	m := &Map{t: newTree()}
+	m.idx = newIndex(&m.a, 0)
+	return m
+}
 
 const degree = 32
 
@@ -159,8 +164,8 @@ func (m *Map) LoadLater(e *Entry) {
 		m.Load(e)
 		return
 	}
-	p := m.a.put(e.Key, e.Value, e.CreateRev, e.ModRev, e.Version)
-	m.account(m.idx.set(p), p)
+	p, loc := m.a.put(e.Key, e.Value, e.CreateRev, e.ModRev, e.Version)
+	m.account(m.idx.set(p, loc), p)
 	m.later = append(m.later, p)
 	m.maybeCompact()
 }
@@ -264,11 +269,11 @@ func (m *Map) Load(e *Entry) {
 	m.insert(m.a.put(e.Key, e.Value, e.CreateRev, e.ModRev, e.Version))
 }
 
-// insert makes p its key's entry, in the index and the tree.
-func (m *Map) insert(p ref) {
+// insert makes p (at loc) its key's entry, in the index and the tree.
+func (m *Map) insert(p ref, loc uint64) {
 	var old ref
 	if m.idx != nil {
-		old = m.idx.set(p)
+		old = m.idx.set(p, loc)
 	}
 	if m.t != nil {
 		if o, ok := m.t.ReplaceOrInsert(p); ok && m.idx == nil {
@@ -363,7 +368,7 @@ func (m *Map) applyOp(op *Op, rev Revision) error {
 	slot := -1
 	if m.idx != nil {
 		if slot = m.idx.find(op.Key); slot >= 0 {
-			old = m.idx.slots[slot].p
+			old = m.idx.refAt(slot)
 		}
 	} else {
 		old = m.find(op.Key)
@@ -393,11 +398,11 @@ func (m *Map) applyOp(op *Op, rev Revision) error {
 	if prev != nil {
 		create, version = prev.CreateRev, prev.Version+1
 	}
-	p := m.a.put(op.Key, value, create, rev, version)
+	p, loc := m.a.put(op.Key, value, create, rev, version)
 	if slot >= 0 {
-		m.idx.slots[slot].p = p
+		m.idx.setAt(slot, loc)
 	} else if m.idx != nil {
-		m.idx.insert(p)
+		m.idx.insert(p, loc)
 	}
 	if m.t != nil {
 		m.t.ReplaceOrInsert(p)
@@ -535,20 +540,21 @@ func (m *Map) maybeCompact() {
 // pending Flush refers to it, and nothing in it changes.
 func (m *Map) evacuate(i int) {
 	c := m.a.chunks[i]
-	m.a.drop(i)
 	for off := 0; off < len(c.b); {
 		p := ref(&c.b[off])
 		off += refSize(p)
 		j := m.idx.find(refKey(p))
-		if j < 0 || m.idx.slots[j].p != p {
+		if j < 0 || m.idx.locAt(j) != locOf(c, p) {
 			continue // dead
 		}
-		q := m.a.copyOf(p)
-		m.idx.slots[j].p = q
+		q, loc := m.a.copyOf(p)
+		m.idx.setAt(j, loc)
 		if m.t != nil {
 			m.t.ReplaceOrInsert(q)
 		}
 	}
+	// The copies may have added chunks, which moves c in the list.
+	m.a.drop(m.a.chunkOf(ref(unsafe.SliceData(c.b))))
 }
 
 // ParseInt parses a value as the decimal int64 that add works on.
