@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"sync"
 	"sync/atomic"
@@ -680,5 +681,15 @@ func childReadBandwidth(t *task, res *result) error {
 		}
 		res.Metrics["readbw."+pass] = float64(n) / 1e6 / time.Since(start).Seconds()
 	}
+	// The other bound of a store that loads its data: the first write to
+	// each page of memory new to the process, which costs a page fault
+	// (and on a virtual machine, often the host's backing of the page).
+	start := time.Now()
+	mem := make([]byte, t.Config.ReplayBytes)
+	for i := 0; i < len(mem); i += 4096 {
+		mem[i] = 1
+	}
+	res.Metrics["memtouch"] = float64(len(mem)) / 1e6 / time.Since(start).Seconds()
+	runtime.KeepAlive(mem)
 	return nil
 }

@@ -324,8 +324,8 @@ func (r *runner) replayRound(round int) error {
 			return err
 		}
 		r.record("raw", round, "", res)
-		r.progress("%s raw sequential read of %d MiB: %.0f MB/s cold, %.0f MB/s from the page cache", tag,
-			r.c.ReplayBytes>>20, res.Metrics["readbw.cold"], res.Metrics["readbw.hot"])
+		r.progress("%s raw sequential read of %d MiB: %.0f MB/s cold, %.0f MB/s from the page cache; first touch of new memory %.0f MB/s", tag,
+			r.c.ReplayBytes>>20, res.Metrics["readbw.cold"], res.Metrics["readbw.hot"], res.Metrics["memtouch"])
 	}
 	for _, e := range r.engines {
 		if e == "raw" {

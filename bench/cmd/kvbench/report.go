@@ -193,6 +193,7 @@ func rows(c config) []row {
 		row{"replay.rss", "peak RSS of that reopen", bytesMiB, false, "", true},
 		row{"readbw.cold", fmt.Sprintf("sequential read of a %s file, page cache dropped", replay), mbPerSec, true, "", false},
 		row{"readbw.hot", fmt.Sprintf("sequential read of a %s file, from the page cache", replay), mbPerSec, true, "", false},
+		row{"memtouch", fmt.Sprintf("first write to each page of %s of memory new to the process", replay), mbPerSec, true, "", false},
 	)
 	return rs
 }
