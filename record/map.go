@@ -52,6 +52,10 @@ type Map struct {
 	rev   Revision
 	bytes int64 // sum of key and value lengths
 	own   bool  // deferred while empty: values may change in place
+	// tracked holds the entries written while own, sorted up to sorted,
+	// for Build.
+	tracked []sortItem
+	sorted  int
 }
 
 // NewMap returns an empty map at revision 0.
@@ -78,6 +82,7 @@ func (m *Map) Defer() {
 	if m.idx != nil {
 		m.own = m.t != nil && m.idx.live == 0 || m.own
 		m.t = nil
+		m.a.prefault = m.own
 	}
 }
 
@@ -87,27 +92,95 @@ func (m *Map) Build() {
 	if m.t != nil {
 		return
 	}
-	m.own = false
-	type sortItem struct {
-		prefix uint64
-		p      ref
+	if m.own {
+		m.own = false
+		m.a.stopPrefault()
+		if m.buildTracked() {
+			return
+		}
 	}
 	items := make([]sortItem, 0, m.idx.live)
 	m.idx.all(func(p ref) {
 		items = append(items, sortItem{keyPrefix(refKey(p)), p})
 	})
-	slices.SortFunc(items, func(a, b sortItem) int {
-		if a.prefix != b.prefix {
-			return cmp.Compare(a.prefix, b.prefix)
-		}
-		return bytes.Compare(refKey(a.p), refKey(b.p))
-	})
+	slices.SortFunc(items, compareItems)
 	b := newBuilder()
 	for _, it := range items {
 		b.add(it.p)
 	}
 	m.t = b.done()
 }
+
+// sortItem is an entry and the first 8 bytes of its key, which order most
+// pairs of keys without reading the entries.
+type sortItem struct {
+	prefix uint64
+	p      ref
+}
+
+func compareItems(a, b sortItem) int {
+	if a.prefix != b.prefix {
+		return cmp.Compare(a.prefix, b.prefix)
+	}
+	return bytes.Compare(refKey(a.p), refKey(b.p))
+}
+
+// track notes p, a new entry of a map deferred while empty, for Build:
+// the entries come in the order they were written, and a snapshot writes
+// them in key order, so the first run of them is sorted already.
+func (m *Map) track(p ref) {
+	it := sortItem{keyPrefix(refKey(p)), p}
+	if n := len(m.tracked); m.sorted == n && (n == 0 || compareItems(m.tracked[n-1], it) < 0) {
+		m.sorted++
+	}
+	m.tracked = append(m.tracked, it)
+}
+
+// buildTracked builds the tree from the entries track noted, keeping the
+// live ones (see markDead): the sorted run as it is, the rest sorted, the
+// two merged. It reports false, having built nothing, if the live ones are
+// not all the map's keys.
+func (m *Map) buildTracked() bool {
+	items, sorted := m.tracked, m.sorted
+	m.tracked, m.sorted = nil, 0
+	n, head := 0, 0
+	for i, it := range items {
+		if isDead(it.p) {
+			continue
+		}
+		if i < sorted {
+			head++
+		}
+		items[n] = it
+		n++
+	}
+	if n != m.idx.live {
+		return false
+	}
+	items = items[:n]
+	tail := items[head:]
+	slices.SortFunc(tail, compareItems)
+	b := newBuilder()
+	i, j := 0, head
+	for i < head || j < n {
+		if j == n || (i < head && compareItems(items[i], items[j]) < 0) {
+			b.add(items[i].p)
+			i++
+		} else {
+			b.add(items[j].p)
+			j++
+		}
+	}
+	m.t = b.done()
+	return true
+}
+
+// markDead marks the entry at p, of a map deferred while empty, replaced
+// or deleted: its version becomes 0, which no live entry has. Nobody else
+// holds the map's entries then.
+func markDead(p ref) { clear(bytesAt(p, 16, 8)) }
+
+func isDead(p ref) bool { return binary.LittleEndian.Uint64(bytesAt(p, 16, 8)) == 0 }
 
 // builder makes a tree from refs given in ascending key order. The one
 // being inserted is greater than every key in the tree: top lets the
@@ -208,6 +281,9 @@ func (m *Map) Flush() {
 func (m *Map) Reserve(n int) {
 	if m.idx != nil && m.idx.live == 0 && n > 0 {
 		m.idx.resize(n)
+		if m.own && len(m.tracked) == 0 {
+			m.tracked = make([]sortItem, 0, n)
+		}
 	}
 }
 
@@ -275,6 +351,9 @@ func (m *Map) insert(p ref, loc uint64) {
 	if m.idx != nil {
 		old = m.idx.set(p, loc)
 	}
+	if m.own {
+		m.track(p)
+	}
 	if m.t != nil {
 		if o, ok := m.t.ReplaceOrInsert(p); ok && m.idx == nil {
 			old = o // the index, when there is one, is never behind the tree
@@ -289,6 +368,9 @@ func (m *Map) account(old, p ref) {
 	if old != nil {
 		m.bytes -= int64(refKeyLen(old) + refValueLen(old))
 		m.a.kill(old)
+		if m.own {
+			markDead(old)
+		}
 	}
 	if p != nil {
 		m.bytes += int64(refKeyLen(p) + refValueLen(p))
@@ -403,6 +485,9 @@ func (m *Map) applyOp(op *Op, rev Revision) error {
 		m.idx.setAt(slot, loc)
 	} else if m.idx != nil {
 		m.idx.insert(p, loc)
+	}
+	if m.own {
+		m.track(p)
 	}
 	if m.t != nil {
 		m.t.ReplaceOrInsert(p)
@@ -551,6 +636,10 @@ func (m *Map) evacuate(i int) {
 		m.idx.setAt(j, loc)
 		if m.t != nil {
 			m.t.ReplaceOrInsert(q)
+		}
+		if m.own {
+			markDead(p)
+			m.track(q)
 		}
 	}
 	// The copies may have added chunks, which moves c in the list.
