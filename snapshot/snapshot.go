@@ -168,6 +168,7 @@ func ReadFile(fsys vfs.FS, name string, meta func(Meta) error, entry func(*recor
 	if err != nil {
 		return err
 	}
+	vfs.WillNeed(f) // the disk reads ahead while entries are decoded
 	// The buffer need not be bigger than the file: a small store's
 	// recovery should not allocate (and clear) 256 KiB to read it.
 	d := &decoder{name: name, size: fi.Size(),

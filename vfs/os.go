@@ -155,6 +155,12 @@ func (f *osFile) Sync() error {
 	return nil
 }
 
+// WillNeed asks the kernel to read the whole file into the page cache in
+// the background (posix_fadvise WILLNEED).
+func (f *osFile) WillNeed() {
+	_ = unix.Fadvise(int(f.f.Fd()), 0, 0, unix.FADV_WILLNEED)
+}
+
 func (f *osFile) Preallocate(off, n int64) error {
 	if n <= 0 {
 		return nil

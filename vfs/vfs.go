@@ -56,6 +56,16 @@ type FS interface {
 	Lock(name string, exclusive bool) (File, error)
 }
 
+// WillNeed tells the file system that f is about to be read whole, from
+// the start, so that the reading can run ahead of the reader (on the OS,
+// posix_fadvise WILLNEED). It is a hint: where a File cannot take it, as in
+// memory or through the fault injector, it does nothing.
+func WillNeed(f File) {
+	if w, ok := f.(interface{ WillNeed() }); ok {
+		w.WillNeed()
+	}
+}
+
 // File is an open file or directory.
 type File interface {
 	io.ReaderAt

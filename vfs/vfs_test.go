@@ -637,3 +637,32 @@ func TestConformance(t *testing.T) {
 		})
 	}
 }
+
+// TestWillNeed checks that the read-ahead hint leaves a file's contents as
+// they were, on the OS and in memory.
+func TestWillNeed(t *testing.T) {
+	for name, fsys := range map[string]vfs.FS{"os": vfs.OS, "mem": vfs.NewMem()} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			if name == "mem" {
+				dir = "d"
+				if err := fsys.MkdirAll(dir, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			f, err := fsys.Create(dir + "/f")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			if _, err := f.WriteAt([]byte("hello"), 0); err != nil {
+				t.Fatal(err)
+			}
+			vfs.WillNeed(f)
+			b := make([]byte, 5)
+			if _, err := f.ReadAt(b, 0); err != nil || string(b) != "hello" {
+				t.Fatalf("after WillNeed: %q, %v", b, err)
+			}
+		})
+	}
+}

@@ -74,6 +74,7 @@ func (r *Reader) Scan(seg SegmentNum, newest bool, fn func(Record) error) (Segme
 		return info, err
 	}
 	info.Size = fi.Size()
+	vfs.WillNeed(f) // the disk reads ahead while records are applied
 	maxRec := r.MaxRecordSize
 	if maxRec <= 0 {
 		maxRec = DefaultMaxRecordSize
