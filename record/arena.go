@@ -41,10 +41,11 @@ var (
 
 // chunk is one allocation of the arena.
 type chunk struct {
-	b    []byte  // len is what is used
-	base uintptr // the address of b[0], for chunkOf
-	live int64   // bytes of the entries in b that are live
-	id   uint64  // its number in arena.byID, for locs
+	b     []byte  // len is what is used
+	base  uintptr // the address of b[0], for chunkOf
+	live  int64   // bytes of the entries in b that are live
+	moved int64   // bytes of live entries copied out by an evacuation
+	id    uint64  // its number in arena.byID, for locs
 }
 
 // A loc says where an entry is without a pointer: its chunk's number and
@@ -218,18 +219,29 @@ func (a *arena) kill(p ref) {
 func (a *arena) victim() int {
 	best, most := -1, int64(0)
 	for i, c := range a.chunks {
-		if d := int64(len(c.b)) - c.live; c != a.cur && d > most {
+		if d := c.deadBytes(); c != a.cur && d > most {
 			best, most = i, d
 		}
 	}
 	return best
 }
 
+// deadBytes returns the bytes of c's entries replaced or deleted.
+func (c *chunk) deadBytes() int64 { return int64(len(c.b)) - c.live - c.moved }
+
+// moved counts an entry of n bytes of c, being evacuated, copied out: its
+// bytes will be counted live where the copy goes.
+func (a *arena) moved(c *chunk, n int) {
+	c.live -= int64(n)
+	c.moved += int64(n)
+	a.live -= int64(n)
+}
+
 // drop removes chunk i, whose live entries have been copied elsewhere.
 func (a *arena) drop(i int) {
 	c := a.chunks[i]
-	a.dead -= int64(len(c.b)) - c.live
-	a.live -= c.live // counted again where they were copied to
+	a.dead -= c.deadBytes()
+	a.live -= c.live // none, once every live entry has moved
 	a.chunks = slices.Delete(a.chunks, i, i+1)
 	a.byID[c.id], a.bases[c.id] = nil, nil
 	a.freeID = append(a.freeID, c.id)

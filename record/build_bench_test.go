@@ -3,7 +3,9 @@ package record_test
 import (
 	"encoding/binary"
 	"math/rand/v2"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/kvstore/kv/record"
 )
@@ -32,4 +34,37 @@ func BenchmarkBuild(b *testing.B) {
 		b.StartTimer()
 		m.Build()
 	}
+}
+
+// BenchmarkOverwrite is a store under churn: random puts over 1M keys that
+// exist, each a new version, so that the arena keeps evacuating chunks.
+// It reports the slowest puts, which carry the evacuation's copying.
+func BenchmarkOverwrite(b *testing.B) {
+	const n = 1 << 20
+	rng := rand.New(rand.NewPCG(3, 4))
+	keys := make([][]byte, n)
+	m := record.NewMap()
+	val := make([]byte, 100)
+	for i := range keys {
+		keys[i] = make([]byte, 16)
+		binary.BigEndian.PutUint64(keys[i], rng.Uint64())
+		binary.BigEndian.PutUint64(keys[i][8:], uint64(i))
+		m.Load(&record.Entry{Key: keys[i], Value: val, CreateRev: 1, ModRev: 1, Version: 1})
+	}
+	rev := record.Revision(1)
+	lats := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for range b.N {
+		rev++
+		r := record.Record{Revision: rev, Ops: []record.Op{{Kind: record.KindPut, Key: keys[rng.IntN(n)], Value: val}}}
+		t := time.Now()
+		if err := m.Apply(&r); err != nil {
+			b.Fatal(err)
+		}
+		lats = append(lats, time.Since(t))
+	}
+	b.StopTimer()
+	slices.Sort(lats)
+	b.ReportMetric(float64(lats[len(lats)*999/1000].Nanoseconds()), "p99.9-ns")
+	b.ReportMetric(float64(lats[len(lats)-1].Nanoseconds()), "max-ns")
 }

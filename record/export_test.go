@@ -57,7 +57,7 @@ func (m *Map) CheckArena() error {
 			return fmt.Errorf("chunk %d counts %d live bytes, the index points to %d", i, c.live, live[i])
 		}
 		total += c.live
-		dead += int64(len(c.b)) - c.live
+		dead += c.deadBytes()
 	}
 	if total != m.a.live || dead != m.a.dead {
 		return fmt.Errorf("arena counts %d live and %d dead bytes, its chunks %d and %d", m.a.live, m.a.dead, total, dead)
@@ -71,4 +71,12 @@ func SetStoredHashSlots(n int) (restore func()) {
 	old := storedHashSlots
 	storedHashSlots = n
 	return func() { storedHashSlots = old }
+}
+
+// SetEvacuateStep sets how many entries one change copies out of a chunk
+// being evacuated, and returns a func that restores it.
+func SetEvacuateStep(n int) (restore func()) {
+	old := evacuateStep
+	evacuateStep = n
+	return func() { evacuateStep = old }
 }

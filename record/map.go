@@ -56,6 +56,10 @@ type Map struct {
 	// for Build.
 	tracked []sortItem
 	sorted  int
+	// ev is the chunk being evacuated, its entries before evOff copied
+	// out (see maybeCompact).
+	ev    *chunk
+	evOff int
 }
 
 // NewMap returns an empty map at revision 0.
@@ -602,49 +606,76 @@ func (m *Map) Delete(key []byte) {
 // compactMin is the dead space below which a map never evacuates a chunk.
 var compactMin int64 = 256 << 10
 
-// maybeCompact evacuates the chunk of the arena with the most dead bytes
-// (versions replaced or deleted) when the dead bytes outgrow half the
-// live ones: the arena then holds at most 1.5 times its live entries
-// (plus compactMin and the chunk being filled). One chunk at a time keeps
-// the pause short (a chunk is at most 1 MiB), and the chunk chosen is at
-// least a third dead, so each byte written costs at most two copied.
+// evacuateStep is how many entries of a chunk being evacuated one change
+// copies out (a variable for the tests).
+var evacuateStep = 32
+
+// maybeCompact moves on the evacuation of the chunk of the arena with the
+// most dead bytes (versions replaced or deleted), which starts when the
+// dead bytes outgrow half the live ones: the arena then holds at most 1.5
+// times its live entries (plus compactMin and the chunks being filled and
+// evacuated). The chunk chosen is at least a third dead, so each byte
+// written costs at most two copied; each change copies at most
+// evacuateStep entries, a pause of a fraction of a millisecond, where a
+// whole chunk of 1 MiB takes several.
 func (m *Map) maybeCompact() {
 	if m.idx == nil {
 		return // a clone shares its entries with the map it came from
 	}
-	if a := &m.a; a.dead > compactMin && a.dead > a.live/2 {
-		if i := a.victim(); i >= 0 {
-			m.evacuate(i)
+	if m.ev == nil {
+		a := &m.a
+		if a.dead <= compactMin || a.dead <= a.live/2 {
+			return
 		}
+		i := a.victim()
+		if i < 0 {
+			return
+		}
+		m.ev, m.evOff = a.chunks[i], 0
 	}
+	m.evacuate(evacuateStep)
 }
 
-// evacuate copies the live entries of chunk i to the chunk being filled,
-// points the index and the tree at the copies, and lets chunk i go: it
-// stays in memory for as long as a clone, an entry handed out or a
-// pending Flush refers to it, and nothing in it changes.
-func (m *Map) evacuate(i int) {
-	c := m.a.chunks[i]
-	for off := 0; off < len(c.b); {
-		p := ref(&c.b[off])
-		off += refSize(p)
+// evacuate copies up to n more entries of the chunk being evacuated, the
+// live ones, to the chunk being filled, and points the index and the tree
+// at the copies (the tree at the next Flush). Past the last, it lets the chunk go: it stays in memory
+// for as long as a clone, an entry handed out or a pending Flush refers to
+// it, and nothing in it changes.
+func (m *Map) evacuate(n int) {
+	c := m.ev
+	for ; n > 0 && m.evOff < len(c.b); n-- {
+		p := ref(&c.b[m.evOff])
+		size := refSize(p)
+		m.evOff += size
 		j := m.idx.find(refKey(p))
 		if j < 0 || m.idx.locAt(j) != locOf(c, p) {
 			continue // dead
 		}
+		m.a.moved(c, size)
 		q, loc := m.a.copyOf(p)
 		m.idx.setAt(j, loc)
 		if m.t != nil {
-			m.t.ReplaceOrInsert(q)
+			// As LoadLater: the tree catches up at the next Flush, off
+			// the writer's path when a flusher calls it.
+			m.later = append(m.later, q)
 		}
 		if m.own {
 			markDead(p)
 			m.track(q)
 		}
 	}
-	// The copies may have added chunks, which moves c in the list.
-	m.a.drop(m.a.chunkOf(ref(unsafe.SliceData(c.b))))
+	if m.evOff >= len(c.b) {
+		// The copies may have added chunks, which moves c in the list.
+		m.a.drop(m.a.chunkOf(ref(unsafe.SliceData(c.b))))
+		m.ev = nil
+	}
+	if len(m.later) >= maxLater {
+		m.Flush() // for a writer that never flushes
+	}
 }
+
+// maxLater bounds the changes an evacuation leaves for Flush.
+const maxLater = 4 << 10
 
 // ParseInt parses a value as the decimal int64 that add works on.
 func ParseInt(v []byte) (int64, error) {

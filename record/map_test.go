@@ -524,6 +524,8 @@ func TestArena(t *testing.T) {
 		defer record.SetChunkSizes(64, 128, 40)()
 		// Past 16 slots, rehashes read the keys, as past 4M in use.
 		defer record.SetStoredHashSlots(16)()
+		// One entry copied per change: evacuations span many steps.
+		defer record.SetEvacuateStep(1)()
 		m := record.NewMap()
 		model := map[string]entry{}
 		type held struct {
