@@ -15,14 +15,16 @@ import (
 //	create revision u64 | mod revision u64 | version u64 | key length u32 | key | value length u32 | value
 //
 // (little-endian, no alignment: the layout of a snapshot's entry frame).
-// The index and the tree hold a ref, a pointer to the start of one such
-// entry. The garbage collector then sees one object per chunk instead of
-// two per key, and a key costs its bytes plus 32, where a heap-allocated
-// Entry and its bytes cost about 90 more.
+// The tree holds refs, pointers to the start of such entries; the index
+// holds locs (below), which are not pointers. The garbage collector then
+// sees one object per chunk instead of two per key, and a key costs its
+// bytes plus 32, where a heap-allocated Entry and its bytes cost about 90
+// more.
 //
-// Bytes appended are never changed afterwards, with one exception: a
-// deferred map (see Map.Defer), which no one else reads, overwrites a
-// value in place. So an Entry made from a ref (its Key and Value point
+// Bytes appended are never changed afterwards, with two exceptions, both
+// in a map deferred while empty (see Map.Defer), which no one else reads:
+// a put of a value of the same length overwrites it in place, and an entry
+// replaced or deleted gets version 0 (markDead). So an Entry made from a ref (its Key and Value point
 // into the chunk) stays valid for as long as it is held, and it keeps its
 // chunk alive. Versions that were replaced or deleted are dead bytes;
 // when they outgrow half the live ones, the map copies the live entries

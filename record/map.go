@@ -14,8 +14,9 @@ import (
 	"github.com/google/btree"
 )
 
-// Entry is a key's state. Entries in a Map are never modified in place, so
-// an Entry obtained from a Map, or from a clone of it, stays valid.
+// Entry is a key's state. A Map never modifies the bytes an Entry it hands
+// out points to (but see Defer), so an Entry obtained from a Map, or from
+// a clone of it, stays valid.
 type Entry struct {
 	Key       []byte
 	Value     []byte
@@ -40,14 +41,14 @@ func lessRef(a, b ref) bool { return bytes.Compare(refKey(a), refKey(b)) < 0 }
 //
 // Entries a Map returns are copies of its state whose Key and Value point
 // into the arena: they stay valid and unchanged for as long as they are
-// held (except those of a deferred map, see Defer), and they keep their
-// arena chunk (up to 1 MiB) in memory while they are.
+// held (except those of a map deferred while empty, see Defer), and they
+// keep their arena chunk (up to 1 MiB) in memory while they are.
 type Map struct {
 	a   arena
 	idx *index             // nil in a clone, which has only the tree
 	t   *btree.BTreeG[ref] // nil while deferred (see Defer)
-	// later holds the entries changed in idx by LoadLater and DeleteLater
-	// but not yet in t (see Flush).
+	// later holds the entries changed in idx by LoadLater, DeleteLater
+	// and evacuations but not yet in t (see Flush).
 	later []ref
 	rev   Revision
 	bytes int64 // sum of key and value lengths
@@ -75,13 +76,17 @@ func newTree() *btree.BTreeG[ref] { return btree.NewG(degree, lessRef) }
 
 // Defer stops maintaining the ordered tree until Build: Apply, Load, Get
 // and Delete then cost a hash-index operation each, which is what
-// replaying a long log wants. All, Clone and Len build the tree first.
+// replaying a long log wants. All and Clone build the tree first.
 //
 // A map deferred while empty is its owner's alone until Build: Apply then
 // overwrites in place the value of a key that a put gives a value of the
 // same length, rather than appending a new version, so entries obtained
 // from it must not be kept past the next Apply. (Recovery owns its map
-// until Build; every other user sees entries that never change.)
+// until Build; every other user sees entries that never change.) Such a
+// map also has the pages of its new memory touched ahead of need on
+// another goroutine, once its arena has grown to 1 MiB chunks, and Build
+// sorts only the entries that were not loaded in key order (a snapshot's
+// are).
 func (m *Map) Defer() {
 	if m.idx != nil {
 		m.own = m.t != nil && m.idx.live == 0 || m.own
