@@ -83,11 +83,15 @@ func FuzzScan(f *testing.F) {
 			}
 
 			// Second pass: the same result, with the payloads kept.
-			var payloads [][]byte
-			info2, err2 := r.Scan(1, newest, func(rec wal.Record) error {
-				payloads = append(payloads, bytes.Clone(rec.Payload))
-				return nil
-			})
+			collect := func(r *wal.Reader) (wal.SegmentInfo, [][]byte, error) {
+				var payloads [][]byte
+				info, err := r.Scan(1, newest, func(rec wal.Record) error {
+					payloads = append(payloads, bytes.Clone(rec.Payload))
+					return nil
+				})
+				return info, payloads, err
+			}
+			info2, payloads, err2 := collect(r)
 			if info2 != info || !sameError(err, err2) {
 				t.Fatalf("newest=%v: two scans differ: %+v, %v and %+v, %v", newest, info, err, info2, err2)
 			}
@@ -96,11 +100,7 @@ func FuzzScan(f *testing.F) {
 			// records and the zeros after them straddle read windows.
 			small := &wal.Reader{FS: fsys, Dir: testDir, MaxRecordSize: fuzzMaxRecord}
 			wal.SetWindow(small, 1+len(data)%37)
-			var payloads3 [][]byte
-			info3, err3 := small.Scan(1, newest, func(rec wal.Record) error {
-				payloads3 = append(payloads3, bytes.Clone(rec.Payload))
-				return nil
-			})
+			info3, payloads3, err3 := collect(small)
 			if info3 != info || !sameError(err, err3) {
 				t.Fatalf("newest=%v: scans with a small window differ: %+v, %v and %+v, %v", newest, info, err, info3, err3)
 			}
