@@ -95,13 +95,14 @@ type prefaulter struct {
 // recovery that fails, does not keep it alive.
 const prefaultIdle = 100 * time.Millisecond
 
-func startPrefault() *prefaulter {
+// startPrefault starts a prefaulter of chunks of size bytes.
+func startPrefault(size int) *prefaulter {
 	p := &prefaulter{chunks: make(chan []byte, 4), stop: make(chan struct{})}
 	go func() {
 		idle := time.NewTimer(prefaultIdle)
 		defer idle.Stop()
 		for {
-			b := make([]byte, maxChunk)
+			b := make([]byte, size)
 			for i := 0; i < len(b); i += 4096 {
 				b[i] = 1
 			}
@@ -160,7 +161,7 @@ func (a *arena) newChunk(size int) *chunk {
 	var b []byte
 	if a.prefault && size+1 == maxChunk {
 		if a.pre == nil && len(a.chunks) >= prefaultAfter {
-			a.pre = startPrefault() // a big recovery: worth a goroutine
+			a.pre = startPrefault(maxChunk) // a big recovery: worth a goroutine
 		}
 		if a.pre != nil {
 			select {

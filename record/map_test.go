@@ -4,10 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -675,4 +677,41 @@ func TestEntrySizes(t *testing.T) {
 	if err := m.CheckArena(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestPrefaultEnds checks that the goroutine a recovery's map starts to
+// prefault its chunks ends both at Build and when the map is abandoned
+// while deferred, as by a recovery that fails.
+func TestPrefaultEnds(t *testing.T) {
+	defer record.SetChunkSizes(64, 128, 100)()
+	fill := func() *record.Map {
+		m := record.NewMap()
+		m.Defer()
+		for i := range 200 { // far past the chunks after which it starts
+			r := put(record.Revision(i+1), fmt.Sprintf("key%03d", i), "value")
+			if err := m.Apply(&r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return m
+	}
+	settled := func(want int) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for runtime.NumGoroutine() > want {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d goroutines, want %d: the prefaulter did not end", runtime.NumGoroutine(), want)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	base := runtime.NumGoroutine()
+	m := fill()
+	if runtime.NumGoroutine() <= base {
+		t.Fatal("no prefaulter started")
+	}
+	m.Build()
+	settled(base)
+	fill() // abandoned while deferred
+	settled(base)
 }
