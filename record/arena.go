@@ -66,7 +66,6 @@ type arena struct {
 	cur    *chunk   // the chunk being filled
 	chunks []*chunk // every chunk, by base address
 	byID   []*chunk // every chunk, by number; nil where none is
-	bases  []ref    // the start of every chunk, by number: what ref reads
 	freeID []uint64 // numbers of dropped chunks, to be given again
 	next   int      // the size of the next chunk
 	live   int64    // bytes of live entries
@@ -175,7 +174,7 @@ func (a *arena) newChunk(size int) *chunk {
 	}
 	c := &chunk{b: b, base: uintptr(unsafe.Pointer(unsafe.SliceData(b)))}
 	if len(a.byID) == 0 {
-		a.byID, a.bases = append(a.byID, nil), append(a.bases, nil) // number 0 means no chunk
+		a.byID = append(a.byID, nil) // number 0 means no chunk
 	}
 	if n := len(a.freeID); n > 0 {
 		c.id, a.freeID = a.freeID[n-1], a.freeID[:n-1]
@@ -184,9 +183,9 @@ func (a *arena) newChunk(size int) *chunk {
 			panic("record: more than 4M arena chunks")
 		}
 		c.id = uint64(len(a.byID))
-		a.byID, a.bases = append(a.byID, nil), append(a.bases, nil)
+		a.byID = append(a.byID, nil)
 	}
-	a.byID[c.id], a.bases[c.id] = c, ref(unsafe.SliceData(b))
+	a.byID[c.id] = c
 	i, _ := slices.BinarySearchFunc(a.chunks, c.base, func(c *chunk, base uintptr) int { return cmp.Compare(c.base, base) })
 	a.chunks = slices.Insert(a.chunks, i, c)
 	return c
@@ -246,13 +245,13 @@ func (a *arena) drop(i int) {
 	a.dead -= c.deadBytes()
 	a.live -= c.live // none, once every live entry has moved
 	a.chunks = slices.Delete(a.chunks, i, i+1)
-	a.byID[c.id], a.bases[c.id] = nil, nil
+	a.byID[c.id] = nil
 	a.freeID = append(a.freeID, c.id)
 }
 
 // ref returns the ref of the entry at loc.
 func (a *arena) ref(loc uint64) ref {
-	return unsafe.Add(a.bases[loc>>offBits], loc&offMask)
+	return unsafe.Add(ref(unsafe.SliceData(a.byID[loc>>offBits].b)), loc&offMask)
 }
 
 // locOf returns the loc of p, an entry in chunk c.

@@ -3,7 +3,6 @@ package record
 import (
 	"bytes"
 	"hash/maphash"
-	"unsafe"
 )
 
 // index is a Map's hash index: open addressing with linear probing over
@@ -76,18 +75,15 @@ func (x *index) hash(key []byte) uint64 { return maphash.Bytes(x.seed, key) }
 func (x *index) find(key []byte) int {
 	h := x.hash(key)
 	tag := h & hashMask
-	slots, bases := x.slots, x.a.bases
+	slots := x.slots
 	mask := uint64(len(slots) - 1)
 	for j := h & mask; ; j = (j + 1) & mask {
 		s := slots[j]
 		if s == 0 {
 			return -1
 		}
-		if s>>locBits == tag && s != tombSlot {
-			p := unsafe.Add(bases[(s&locMask)>>offBits], s&offMask)
-			if bytes.Equal(refKey(p), key) {
-				return int(j)
-			}
+		if s>>locBits == tag && s != tombSlot && bytes.Equal(refKey(x.a.ref(s&locMask)), key) {
+			return int(j)
 		}
 	}
 }
