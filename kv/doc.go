@@ -18,7 +18,9 @@
 //
 // Open runs recovery (package recovery): load the snapshot, replay the log
 // segments it does not cover, cut a torn tail; the checkpoint of what it
-// replayed then runs in the background (FORMAT.md, "Recovery"). A crash at any
+// replayed then runs in the background (FORMAT.md, "Recovery"), and so
+// does the build of the ordered tree: Open returns once Get and writes can
+// be served, and a Scan started meanwhile waits for the tree. A crash at any
 // point, of the program or of a recovery, followed by Open, loses no
 // acknowledged write and applies none twice. Damage a crash cannot cause
 // makes Open fail with an error naming the file and offset, and changes

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/kvstore/kv/kv"
 	"github.com/kvstore/kv/vfs"
 )
@@ -114,4 +116,119 @@ func TestOpenCheckpointPolicy(t *testing.T) {
 		t.Errorf("after the open's checkpoint: replayed %d records, want 0", st.RecoveryReplayed)
 	}
 	s.Close()
+}
+
+// TestUseWhileTreeBuilds opens a store big enough that its recovery
+// builds the ordered tree in the background (record.Map.BuildAsync) and
+// at once writes, deletes, checkpoints, reads and scans it, so that the
+// race detector watches the build beside every path that touches the
+// map; then it checks that a reopen finds every change (which it would
+// not if the checkpoint's clone missed the changes made while the tree
+// was pending).
+func TestUseWhileTreeBuilds(t *testing.T) {
+	const keys = 100_000 // past the size from which the tree is built in the background
+	fsys := vfs.NewMem()
+	opts := kv.Options{FS: fsys}
+	s, err := kv.Open("/data", &opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{}
+	for b := 0; b < keys; b += 1000 {
+		var ops []kv.Op
+		for i := b; i < b+1000; i++ {
+			k, v := fmt.Sprintf("key%06d", (i*7919)%keys), fmt.Sprint(i)
+			ops = append(ops, kv.PutOp([]byte(k), []byte(v)))
+			want[k] = v
+		}
+		if _, err := s.Txn(kv.Txn{Then: ops}); err != nil {
+			t.Fatal(err)
+		}
+		if b == keys*9/10 {
+			// A snapshot and a log to replay, too small for the reopen
+			// to start with a checkpoint.
+			if err := s.Checkpoint(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s, err = kv.Open("/data", &opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Deletes, replacements and new keys, in one commit (one is quicker
+	// than the build; many are not).
+	var ops []kv.Op
+	for i := range 100 {
+		k := fmt.Sprintf("key%06d", i)
+		ops = append(ops, kv.DeleteOp([]byte(k)))
+		delete(want, k)
+		k = fmt.Sprintf("key%06d", 100+i)
+		ops = append(ops, kv.PutOp([]byte(k), []byte("replaced")))
+		want[k] = "replaced"
+		k = fmt.Sprintf("new%06d", i)
+		ops = append(ops, kv.PutOp([]byte(k), []byte("new")))
+		want[k] = "new"
+	}
+	if _, err := s.Txn(kv.Txn{Then: ops}); err != nil {
+		t.Fatal(err)
+	}
+	// A checkpoint, which takes its clone of the map before the tree is
+	// built, with the changes above still to go in.
+	if err := s.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 2)
+	go func() { // a scan, which waits for the tree
+		n, prev := 0, ""
+		for e := range s.Scan(nil, nil) {
+			if k := string(e.Key); k <= prev {
+				done <- fmt.Errorf("scan: %q after %q", k, prev)
+				return
+			} else {
+				prev = k
+			}
+			n++
+		}
+		if n < keys-100 {
+			done <- fmt.Errorf("scan saw %d keys, want at least %d", n, keys-100)
+			return
+		}
+		done <- nil
+	}()
+	go func() { // reads of keys nobody changes
+		for i := 200; i < 2000; i++ {
+			k := fmt.Sprintf("key%06d", i)
+			if e, err := s.Get([]byte(k)); err != nil || string(e.Value) != want[k] {
+				done <- fmt.Errorf("Get(%q) = %q, %v; want %q", k, e.Value, err, want[k])
+				return
+			}
+		}
+		done <- nil
+	}()
+	for range 2 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s, err = kv.Open("/data", &opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	got := map[string]string{}
+	for e := range s.Scan(nil, nil) {
+		got[string(e.Key)] = string(e.Value)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("after reopen (-want +got):\n%s", diff)
+	}
 }

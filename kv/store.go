@@ -77,7 +77,10 @@ type Store struct {
 }
 
 // Open opens the store in dir, creating the directory if needed: it takes
-// the directory's lock and runs recovery. opts may be nil.
+// the directory's lock and runs recovery. opts may be nil. It returns
+// once the state is in memory; the ordered tree behind Scan may still be
+// building on another goroutine (for a million keys, a few hundred
+// milliseconds), and a Scan waits for it.
 func Open(dir string, opts *Options) (*Store, error) {
 	return OpenContext(context.Background(), dir, opts)
 }
@@ -233,6 +236,11 @@ func (s *Store) Close() error {
 			err = nil // already reported as ErrFailed to the writes
 		}
 	}
+	// The recovery's tree, if still being built, is waited for: no
+	// goroutine of the store outlives Close.
+	s.mu.Lock()
+	s.m.Build()
+	s.mu.Unlock()
 	s.unlock()
 	return err
 }

@@ -4,8 +4,9 @@ import (
 	"cmp"
 	"encoding/binary"
 	"slices"
-	"time"
 	"unsafe"
+
+	"github.com/kvstore/kv/internal/mem"
 )
 
 // A Map keeps its entries in an arena: large byte slices, allocated from
@@ -70,62 +71,6 @@ type arena struct {
 	next   int      // the size of the next chunk
 	live   int64    // bytes of live entries
 	dead   int64    // bytes of entries replaced or deleted, not yet evacuated
-	// prefault is set while the map fills its arena alone (a recovery):
-	// past prefaultAfter chunks, pre makes the next ones ahead.
-	prefault bool
-	pre      *prefaulter
-}
-
-const prefaultAfter = 8
-
-// prefaulter makes chunks of maxChunk ahead of need in a goroutine of its
-// own, writing a byte to each page, so that a recovery filling the arena
-// does not take the page faults of its new memory itself (on the virtual
-// machines we measure on, the first write to a page new to the process
-// costs as much as writing 10 KB to one already mapped): on a second core
-// they overlap the decoding and indexing.
-type prefaulter struct {
-	chunks chan []byte
-	stop   chan struct{}
-}
-
-// prefaultIdle is how long the prefaulter waits with chunks ready that
-// nobody takes before it gives up: a map abandoned while deferred, as by a
-// recovery that fails, does not keep it alive.
-const prefaultIdle = 100 * time.Millisecond
-
-// startPrefault starts a prefaulter of chunks of size bytes.
-func startPrefault(size int) *prefaulter {
-	p := &prefaulter{chunks: make(chan []byte, 4), stop: make(chan struct{})}
-	go func() {
-		idle := time.NewTimer(prefaultIdle)
-		defer idle.Stop()
-		for {
-			b := make([]byte, size)
-			for i := 0; i < len(b); i += 4096 {
-				b[i] = 1
-			}
-			clear(b[:len(b):len(b)]) // the 1s, cheaply: the pages are mapped now
-			idle.Reset(prefaultIdle)
-			select {
-			case p.chunks <- b[:0]:
-			case <-p.stop:
-				return
-			case <-idle.C:
-				return
-			}
-		}
-	}()
-	return p
-}
-
-// stopPrefault ends the prefaulter, if any.
-func (a *arena) stopPrefault() {
-	a.prefault = false
-	if a.pre != nil {
-		close(a.pre.stop)
-		a.pre = nil
-	}
 }
 
 // alloc returns n bytes of fresh space and the chunk they are in. Every
@@ -157,21 +102,8 @@ func (a *arena) alloc(n int) ([]byte, uint64) {
 // newChunk allocates a chunk for size bytes (and the spare one) and adds
 // it to the chunks.
 func (a *arena) newChunk(size int) *chunk {
-	var b []byte
-	if a.prefault && size+1 == maxChunk {
-		if a.pre == nil && len(a.chunks) >= prefaultAfter {
-			a.pre = startPrefault(maxChunk) // a big recovery: worth a goroutine
-		}
-		if a.pre != nil {
-			select {
-			case b = <-a.pre.chunks:
-			default:
-			}
-		}
-	}
-	if b == nil {
-		b = make([]byte, 0, size+1)
-	}
+	b := make([]byte, 0, size+1)
+	mem.Populate(b) // it will be filled: one system call, not a fault a page
 	c := &chunk{b: b, base: uintptr(unsafe.Pointer(unsafe.SliceData(b)))}
 	if len(a.byID) == 0 {
 		a.byID = append(a.byID, nil) // number 0 means no chunk

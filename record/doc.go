@@ -23,6 +23,18 @@
 // ones; then the chunk most dead is copied out, one chunk (at most 1 MiB)
 // per change, and freed once no entry handed out still points into it.
 //
+// # Recovery
+//
+// A recovery fills a map deferred while empty (Map.Defer): no tree, only
+// the index. Load leaves each entry out of the index until 16 more have
+// come, its index slot prefetched meanwhile; Map.Prefetch lets the
+// recovery do the same for the records it replays a few ahead; an index
+// of a million keys is far bigger than the cache, and misses waited for
+// together cost little more than one. BuildAsync then sorts and builds
+// the tree on another goroutine while the map is in use: point lookups
+// and changes need only the index, the tree takes the changes made
+// meanwhile once built, and what needs the key order waits for it.
+//
 // # Usage
 //
 //	p := record.Append(nil, &record.Record{Revision: 1,

@@ -23,6 +23,7 @@ func SetChunkSizes(min, max, own int) (restore func()) {
 // entry is in one of the map's chunks, each chunk's live count is the size
 // of the entries the index points to in it, and the totals add up.
 func (m *Map) CheckArena() error {
+	m.settle()
 	if m.idx == nil {
 		return nil
 	}
@@ -79,4 +80,21 @@ func SetEvacuateStep(n int) (restore func()) {
 	old := evacuateStep
 	evacuateStep = n
 	return func() { evacuateStep = old }
+}
+
+// SetAsyncBuild makes BuildAsync start a goroutine for any map, held
+// until release is called (then a new gate holds those started after),
+// and returns a func that restores the defaults.
+func SetAsyncBuild() (release, restore func()) {
+	oldMin, oldGate := asyncBuildMin, buildGate
+	asyncBuildMin, buildGate = 0, make(chan struct{})
+	release = func() {
+		close(buildGate)
+		buildGate = make(chan struct{})
+	}
+	restore = func() {
+		close(buildGate)
+		asyncBuildMin, buildGate = oldMin, oldGate
+	}
+	return release, restore
 }

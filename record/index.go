@@ -3,6 +3,9 @@ package record
 import (
 	"bytes"
 	"hash/maphash"
+	"unsafe"
+
+	"github.com/kvstore/kv/internal/mem"
 )
 
 // index is a Map's hash index: open addressing with linear probing over
@@ -51,6 +54,7 @@ func (x *index) resize(n int) {
 	}
 	old := x.slots
 	x.slots = make([]uint64, size)
+	mem.PopulateSlice(x.slots)
 	x.used = x.live
 	mask := uint64(size - 1)
 	for _, s := range old {
@@ -72,8 +76,10 @@ func (x *index) resize(n int) {
 func (x *index) hash(key []byte) uint64 { return maphash.Bytes(x.seed, key) }
 
 // find returns the slot holding key, or -1.
-func (x *index) find(key []byte) int {
-	h := x.hash(key)
+func (x *index) find(key []byte) int { return x.findHashed(key, x.hash(key)) }
+
+// findHashed is find for a key whose hash is h.
+func (x *index) findHashed(key []byte, h uint64) int {
 	tag := h & hashMask
 	slots := x.slots
 	mask := uint64(len(slots) - 1)
@@ -106,12 +112,14 @@ func (x *index) get(key []byte) ref {
 }
 
 // insert adds the entry at p (at loc), whose key the index does not hold.
-func (x *index) insert(p ref, loc uint64) {
+func (x *index) insert(p ref, loc uint64) { x.insertHashed(loc, x.hash(refKey(p))) }
+
+// insertHashed is insert for an entry whose key's hash is h.
+func (x *index) insertHashed(loc uint64, h uint64) {
 	if (x.used+1)*maxLoadDen > len(x.slots)*maxLoadNum {
 		// Grow, or when tombs fill the slots, only clear them.
 		x.resize(max(x.live*2, x.live+1))
 	}
-	h := x.hash(refKey(p))
 	mask := uint64(len(x.slots) - 1)
 	j := h & mask
 	for x.slots[j] != 0 && x.slots[j] != tombSlot {
@@ -126,14 +134,23 @@ func (x *index) insert(p ref, loc uint64) {
 
 // set makes the entry at p (at loc) its key's, and returns the ref it
 // replaces (nil if the key is new).
-func (x *index) set(p ref, loc uint64) ref {
-	if j := x.find(refKey(p)); j >= 0 {
+func (x *index) set(p ref, loc uint64) ref { return x.setHashed(p, loc, x.hash(refKey(p))) }
+
+// setHashed is set for an entry whose key's hash is h.
+func (x *index) setHashed(p ref, loc uint64, h uint64) ref {
+	if j := x.findHashed(refKey(p), h); j >= 0 {
 		old := x.refAt(j)
 		x.setAt(j, loc)
 		return old
 	}
-	x.insert(p, loc)
+	x.insertHashed(loc, h)
 	return nil
+}
+
+// prefetch starts loading the slot where a search for hash h starts into
+// the cache, and returns at once (see Map.Load).
+func (x *index) prefetch(h uint64) {
+	mem.Prefetch(uintptr(unsafe.Pointer(&x.slots[h&uint64(len(x.slots)-1)])))
 }
 
 // remove deletes key and returns its ref, or nil if it was absent.

@@ -9,9 +9,12 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"sync"
 	"unsafe"
 
 	"github.com/google/btree"
+
+	"github.com/kvstore/kv/internal/mem"
 )
 
 // Entry is a key's state. A Map never modifies the bytes an Entry it hands
@@ -46,10 +49,16 @@ func lessRef(a, b ref) bool { return bytes.Compare(refKey(a), refKey(b)) < 0 }
 type Map struct {
 	a   arena
 	idx *index             // nil in a clone, which has only the tree
-	t   *btree.BTreeG[ref] // nil while deferred (see Defer)
-	// later holds the entries changed in idx by LoadLater, DeleteLater
-	// and evacuations but not yet in t (see Flush).
+	t   *btree.BTreeG[ref] // nil while deferred (see Defer) or pending
+	// pending is the tree being built by BuildAsync, while t is nil.
+	pending *pendingTree
+	// later holds the entries changed in idx by LoadLater, DeleteLater,
+	// evacuations and any change while pending, but not yet in t (see
+	// Flush).
 	later []ref
+	// fix holds, in a clone taken while pending, the changes its tree
+	// must take once built: later, resolved when the clone was taken.
+	fix   []change
 	rev   Revision
 	bytes int64 // sum of key and value lengths
 	own   bool  // deferred while empty: values may change in place
@@ -61,6 +70,21 @@ type Map struct {
 	// out (see maybeCompact).
 	ev    *chunk
 	evOff int
+	// ahead holds the first nAhead entries Load put in the arena of a map
+	// deferred while empty, their insertion in the index left for settle.
+	ahead  [loadAhead]aheadEntry
+	nAhead int
+}
+
+// loadAhead is how many loaded entries wait for their index insertion.
+const loadAhead = 16
+
+// aheadEntry is an entry loaded whose insertion in the index waits: p at
+// loc, its key's hash h.
+type aheadEntry struct {
+	p   ref
+	loc uint64
+	h   uint64
 }
 
 // NewMap returns an empty map at revision 0.
@@ -82,43 +106,128 @@ func newTree() *btree.BTreeG[ref] { return btree.NewG(degree, lessRef) }
 // overwrites in place the value of a key that a put gives a value of the
 // same length, rather than appending a new version, so entries obtained
 // from it must not be kept past the next Apply. (Recovery owns its map
-// until Build; every other user sees entries that never change.) Such a
-// map also has the pages of its new memory touched ahead of need on
-// another goroutine, once its arena has grown to 1 MiB chunks, and Build
-// sorts only the entries that were not loaded in key order (a snapshot's
-// are).
+// until Build; every other user sees entries that never change.) Build
+// then sorts only the entries that were not loaded in key order (a
+// snapshot's are).
 func (m *Map) Defer() {
+	m.settle()
+	if m.pending != nil {
+		m.Build()
+	}
 	if m.idx != nil {
 		m.own = m.t != nil && m.idx.live == 0 || m.own
 		m.t = nil
-		m.a.prefault = m.own
 	}
 }
 
 // Build rebuilds the ordered tree after Defer, inserting the keys in
-// order, which keeps the tree's hot path in cache.
+// order, which keeps the tree's hot path in cache. After BuildAsync, it
+// waits for the tree being built.
 func (m *Map) Build() {
-	if m.t != nil {
+	m.build(false)
+	p := m.pending
+	if p == nil {
 		return
 	}
-	if m.own {
-		m.own = false
-		m.a.stopPrefault()
-		if m.buildTracked() {
-			return
+	m.pending = nil
+	m.t = p.tree()
+	for _, c := range m.fix {
+		if c.cur != nil {
+			m.t.ReplaceOrInsert(c.cur)
+		} else {
+			m.t.Delete(c.p)
 		}
 	}
-	items := make([]sortItem, 0, m.idx.live)
-	m.idx.all(func(p ref) {
-		items = append(items, sortItem{keyPrefix(refKey(p)), p})
-	})
-	slices.SortFunc(items, compareItems)
-	b := newBuilder()
-	for _, it := range items {
-		b.add(it.p)
-	}
-	m.t = b.done()
+	m.fix = nil
+	// A map's own later changes go in at the next Flush.
 }
+
+// asyncBuildMin is the number of keys below which BuildAsync builds the
+// tree at once: a goroutine is not worth it (a variable for the tests).
+var asyncBuildMin = 64 << 10
+
+// BuildAsync is Build on a goroutine of its own: the map may be used
+// while the tree is built, point lookups and changes at their usual cost
+// (a change the tree has yet to take waits in later), and what needs the
+// key order (All, Clone's tree, Build) waits for it. So a recovery can
+// hand over its map once the hash index is complete, the tree's cost on
+// the other core. Changes wait until BuildAsync for a map deferred while
+// empty (see Defer): its entries stop changing in place.
+func (m *Map) BuildAsync() { m.build(true) }
+
+// build starts building the tree, on a goroutine of its own if async and
+// the map is big enough.
+func (m *Map) build(async bool) {
+	m.settle()
+	if m.t != nil || m.pending != nil || m.idx == nil {
+		return
+	}
+	var items []sortItem
+	head, ok := 0, false
+	if m.own {
+		m.own = false
+		items, head, ok = m.liveTracked()
+	}
+	if !ok {
+		items = make([]sortItem, 0, m.idx.live)
+		mem.PopulateSlice(items)
+		m.idx.all(func(p ref) {
+			items = append(items, sortItem{keyPrefix(refKey(p)), p})
+		})
+		head = 0
+	}
+	if !async || len(items) < asyncBuildMin {
+		m.t = buildSorted(items, head)
+		return
+	}
+	p := &pendingTree{done: make(chan struct{})}
+	m.pending = p
+	gate := buildGate
+	go func() {
+		if gate != nil {
+			<-gate
+		}
+		// It reads only the keys of the entries in items, which nothing
+		// changes (the map is no longer own).
+		p.t = buildSorted(items, head)
+		close(p.done)
+	}()
+}
+
+// buildGate, when not nil, holds the goroutines BuildAsync starts until
+// it is closed: the tests keep trees pending across changes with it.
+var buildGate chan struct{}
+
+// pendingTree is a tree being built by BuildAsync.
+type pendingTree struct {
+	done chan struct{} // closed once t is built
+	// mu serializes clones of t (a clone writes t's copy-on-write
+	// bookkeeping): the map and each clone taken while pending get one.
+	mu sync.Mutex
+	t  *btree.BTreeG[ref] // never changed once built
+}
+
+// ready reports whether the tree is built.
+func (p *pendingTree) ready() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// tree waits for the tree to be built and returns a clone of it.
+func (p *pendingTree) tree() *btree.BTreeG[ref] {
+	<-p.done
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.t.Clone()
+}
+
+// change is an entry that changed while a tree was pending, with its
+// key's entry when a clone was taken (nil: deleted).
+type change struct{ p, cur ref }
 
 // sortItem is an entry and the first 8 bytes of its key, which order most
 // pairs of keys without reading the entries.
@@ -142,17 +251,24 @@ func (m *Map) track(p ref) {
 	if n := len(m.tracked); m.sorted == n && (n == 0 || compareItems(m.tracked[n-1], it) < 0) {
 		m.sorted++
 	}
+	if n := len(m.tracked); n == cap(m.tracked) {
+		// Grown by hand: doubled, not by append's quarter for big slices,
+		// and populated before the copy (see mem.Populate).
+		grown := make([]sortItem, n, max(2*n, 1024))
+		mem.PopulateSlice(grown)
+		copy(grown, m.tracked)
+		m.tracked = grown
+	}
 	m.tracked = append(m.tracked, it)
 }
 
-// buildTracked builds the tree from the entries track noted, keeping the
-// live ones (see markDead): the sorted run as it is, the rest sorted, the
-// two merged. It reports false, having built nothing, if the live ones are
-// not all the map's keys.
-func (m *Map) buildTracked() bool {
+// liveTracked returns the entries track noted that are live (see
+// markDead), the first head of them in key order, and whether they are
+// all the map's keys.
+func (m *Map) liveTracked() (items []sortItem, head int, ok bool) {
 	items, sorted := m.tracked, m.sorted
 	m.tracked, m.sorted = nil, 0
-	n, head := 0, 0
+	n := 0
 	for i, it := range items {
 		if isDead(it.p) {
 			continue
@@ -163,12 +279,14 @@ func (m *Map) buildTracked() bool {
 		items[n] = it
 		n++
 	}
-	if n != m.idx.live {
-		return false
-	}
-	items = items[:n]
-	tail := items[head:]
-	slices.SortFunc(tail, compareItems)
+	return items[:n], head, n == m.idx.live
+}
+
+// buildSorted builds a tree of the entries in items, of which the first
+// head are in key order: it sorts the rest and merges the two.
+func buildSorted(items []sortItem, head int) *btree.BTreeG[ref] {
+	n := len(items)
+	slices.SortFunc(items[head:], compareItems)
 	b := newBuilder()
 	i, j := 0, head
 	for i < head || j < n {
@@ -180,8 +298,7 @@ func (m *Map) buildTracked() bool {
 			j++
 		}
 	}
-	m.t = b.done()
-	return true
+	return b.done()
 }
 
 // markDead marks the entry at p, of a map deferred while empty, replaced
@@ -242,6 +359,7 @@ func (m *Map) ordered() {
 // next Flush, Clone or All: a writer that must make a change visible to
 // point lookups quickly can leave the tree's insertion for later.
 func (m *Map) LoadLater(e *Entry) {
+	m.settle()
 	if m.idx == nil || m.t == nil {
 		m.Load(e)
 		return
@@ -255,6 +373,7 @@ func (m *Map) LoadLater(e *Entry) {
 // DeleteLater is Delete for the hash index now and the ordered tree at
 // the next Flush, Clone or All.
 func (m *Map) DeleteLater(key []byte) {
+	m.settle()
 	if m.idx == nil || m.t == nil {
 		m.Delete(key)
 		return
@@ -269,9 +388,16 @@ func (m *Map) DeleteLater(key []byte) {
 // Flush applies the changes LoadLater and DeleteLater left for the
 // ordered tree: each key changed gets its current state from the index.
 func (m *Map) Flush() {
+	m.settle()
 	if m.t == nil {
-		m.later = m.later[:0] // Build reads the index
-		return
+		if m.pending == nil {
+			m.later = m.later[:0] // Build reads the index
+			return
+		}
+		if !m.pending.ready() {
+			return // later waits for the tree
+		}
+		m.Build()
 	}
 	for _, p := range m.later {
 		if cur := m.idx.get(refKey(p)); cur != nil {
@@ -288,10 +414,12 @@ func (m *Map) Flush() {
 // snapshot whose entry count is known: an index grown by doubling can hold
 // twice the slots it needs. Callers bound n by what the input can hold.
 func (m *Map) Reserve(n int) {
+	m.settle()
 	if m.idx != nil && m.idx.live == 0 && n > 0 {
 		m.idx.resize(n)
 		if m.own && len(m.tracked) == 0 {
 			m.tracked = make([]sortItem, 0, n)
+			mem.PopulateSlice(m.tracked)
 		}
 	}
 }
@@ -304,28 +432,45 @@ func (m *Map) SetRevision(r Revision) { m.rev = r }
 
 // Len returns the number of keys.
 func (m *Map) Len() int {
+	m.settle()
 	if m.idx != nil {
 		return m.idx.live
 	}
+	m.Build() // a clone taken while pending
 	return m.t.Len()
 }
 
 // Bytes returns the total length of keys and values.
-func (m *Map) Bytes() int64 { return m.bytes }
+func (m *Map) Bytes() int64 {
+	m.settle()
+	return m.bytes
+}
 
 // Clone returns a copy-on-write copy of m's tree: a view for ordered
 // reads (All, Get, Len) that later changes to m do not affect. Changes to
 // the clone do not affect m.
 func (m *Map) Clone() *Map {
+	m.settle()
+	if p := m.pending; p != nil && !p.ready() && m.idx != nil {
+		// The clone builds its tree from the pending one when first
+		// used, with the changes made since, resolved now.
+		c := &Map{pending: p, rev: m.rev, bytes: m.bytes, fix: make([]change, len(m.later))}
+		for i, q := range m.later {
+			c.fix[i] = change{q, m.idx.get(refKey(q))}
+		}
+		return c
+	}
 	m.ordered()
 	return &Map{t: m.t.Clone(), rev: m.rev, bytes: m.bytes}
 }
 
 // find returns the ref of key, or nil.
 func (m *Map) find(key []byte) ref {
+	m.settle()
 	if m.idx != nil {
 		return m.idx.get(key)
 	}
+	m.Build() // a clone taken while pending
 	p, _ := m.t.Get(probe(key))
 	return p
 }
@@ -350,15 +495,74 @@ func (m *Map) Lookup(key []byte) (Entry, bool) {
 }
 
 // Load inserts a copy of e, as when loading a snapshot.
+//
+// In a map deferred while empty, as a recovery's, the insertion of an
+// entry in the hash index waits until loadAhead more have come, or until
+// any other use of the map: Load reads the entry's index slot at once,
+// and by the time the entry goes in, the slot is in the cache. The index
+// of a million keys is far bigger than the cache, so each insertion
+// costs a cache miss, and a dozen misses waited for together cost little
+// more than one.
 func (m *Map) Load(e *Entry) {
-	m.insert(m.a.put(e.Key, e.Value, e.CreateRev, e.ModRev, e.Version))
+	p, loc := m.a.put(e.Key, e.Value, e.CreateRev, e.ModRev, e.Version)
+	if !m.own {
+		m.settle()
+		m.insert(p, loc)
+		return
+	}
+	h := m.idx.hash(e.Key)
+	m.idx.prefetch(h)
+	m.ahead[m.nAhead] = aheadEntry{p, loc, h}
+	if m.nAhead++; m.nAhead == loadAhead {
+		m.settle()
+	}
+}
+
+// applyAhead is how many operations ahead of the one it applies Apply
+// prefetches the index slot of.
+const applyAhead = 8
+
+// Prefetch starts loading into the cache the index slot where a lookup of
+// key starts, and returns at once. In a map of a million keys each lookup
+// costs a cache miss or two; prefetching the keys to be applied a few
+// ahead of the one being applied overlaps their misses, as recovery does
+// for the records of the log and Apply for the operations of a record.
+func (m *Map) Prefetch(key []byte) {
+	if m.idx != nil {
+		m.idx.prefetch(m.idx.hash(key))
+	}
+}
+
+// settle inserts in the index the entries Load left waiting. Every use of
+// the map but Load calls it first.
+func (m *Map) settle() {
+	n := m.nAhead
+	if n == 0 {
+		return
+	}
+	m.nAhead = 0
+	for i := range n {
+		a := &m.ahead[i]
+		old := m.idx.setHashed(a.p, a.loc, a.h)
+		m.track(a.p) // the map is own: no tree
+		m.account(old, a.p)
+	}
+	clear(m.ahead[:n])
+	// Only now, every entry loaded being in the index: an evacuation
+	// takes an entry its index does not point to for dead.
+	for range n {
+		m.maybeCompact()
+	}
 }
 
 // insert makes p (at loc) its key's entry, in the index and the tree.
 func (m *Map) insert(p ref, loc uint64) {
+	m.settle()
 	var old ref
 	if m.idx != nil {
 		old = m.idx.set(p, loc)
+	} else {
+		m.Build() // a clone taken while pending
 	}
 	if m.own {
 		m.track(p)
@@ -367,6 +571,8 @@ func (m *Map) insert(p ref, loc uint64) {
 		if o, ok := m.t.ReplaceOrInsert(p); ok && m.idx == nil {
 			old = o // the index, when there is one, is never behind the tree
 		}
+	} else if m.pending != nil {
+		m.later = append(m.later, p)
 	}
 	m.account(old, p)
 	m.maybeCompact()
@@ -410,11 +616,15 @@ func (m *Map) All(start, end []byte) iter.Seq[*Entry] {
 // ErrNotInteger or ErrOverflow) and the map is unchanged. Apply does not
 // check that r.Revision follows the map's revision; callers do.
 func (m *Map) Apply(r *Record) error {
+	m.settle()
 	if len(r.Ops) == 1 || !hasAdd(r.Ops) {
 		// One op applies or fails whole; puts and deletes cannot fail, so
 		// a record of them applies in order, each seeing the ones before,
 		// with no staging (a bulk load's records hold thousands of them).
 		for i := range r.Ops {
+			if j := i + applyAhead; j < len(r.Ops) {
+				m.Prefetch(r.Ops[j].Key)
+			}
 			if err := m.applyOp(&r.Ops[i], r.Revision); err != nil {
 				return err
 			}
@@ -500,6 +710,8 @@ func (m *Map) applyOp(op *Op, rev Revision) error {
 	}
 	if m.t != nil {
 		m.t.ReplaceOrInsert(p)
+	} else if m.pending != nil {
+		m.later = append(m.later, p)
 	}
 	m.account(old, p)
 	m.maybeCompact()
@@ -593,12 +805,18 @@ func NextInto(dst *Entry, buf []byte, old *Entry, op *Op, rev Revision) (deleted
 
 // Delete removes key, as Apply does for a delete operation.
 func (m *Map) Delete(key []byte) {
+	m.settle()
 	var old ref
 	if m.idx != nil {
 		old = m.idx.remove(key)
+	} else {
+		m.Build() // a clone taken while pending
 	}
 	switch {
 	case m.t == nil:
+		if m.pending != nil && old != nil {
+			m.later = append(m.later, old)
+		}
 	case m.idx == nil:
 		old, _ = m.t.Delete(probe(key))
 	case old != nil:
@@ -659,7 +877,7 @@ func (m *Map) evacuate(n int) {
 		m.a.moved(c, size)
 		q, loc := m.a.copyOf(p)
 		m.idx.setAt(j, loc)
-		if m.t != nil {
+		if m.t != nil || m.pending != nil {
 			// As LoadLater: the tree catches up at the next Flush, off
 			// the writer's path when a flusher calls it.
 			m.later = append(m.later, q)

@@ -4,12 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -528,6 +526,10 @@ func TestArena(t *testing.T) {
 		defer record.SetStoredHashSlots(16)()
 		// One entry copied per change: evacuations span many steps.
 		defer record.SetEvacuateStep(1)()
+		// Trees built by BuildAsync stay pending until released.
+		release, restore := record.SetAsyncBuild()
+		defer restore()
+		pending := false
 		m := record.NewMap()
 		model := map[string]entry{}
 		type held struct {
@@ -550,7 +552,7 @@ func TestArena(t *testing.T) {
 			return es
 		}
 		for range rapid.IntRange(1, 80).Draw(t, "steps") {
-			switch rapid.IntRange(0, 8).Draw(t, "op") {
+			switch rapid.IntRange(0, 11).Draw(t, "op") {
 			case 0, 1, 2: // a put
 				rev++
 				k, v := key.Draw(t, "key"), value.Draw(t, "value")
@@ -603,10 +605,18 @@ func TestArena(t *testing.T) {
 				m.LoadLater(&record.Entry{Key: []byte(k), Value: []byte(v), CreateRev: e.CreateRev, ModRev: rev, Version: e.Version})
 				model[k] = e
 			case 6: // into or out of a deferred stretch
-				if deferred {
-					m.Build()
-				} else {
+				if pending {
+					release() // Build and Defer wait for the tree
+					pending = false
+				}
+				switch {
+				case !deferred:
 					m.Defer()
+				case rapid.Bool().Draw(t, "async"):
+					m.BuildAsync() // entries stop changing in place
+					pending = true
+				default:
+					m.Build()
 				}
 				deferred = !deferred
 			case 7: // a clone, which ends a deferred stretch
@@ -618,6 +628,26 @@ func TestArena(t *testing.T) {
 				if e, ok := m.Get([]byte(k)); ok && !deferred {
 					helds = append(helds, held{e, model[k]})
 				}
+			case 9: // the pending tree is built
+				release()
+				pending = false
+			case 10: // a flush, which takes a tree built in the meantime
+				m.Flush()
+			case 11: // a run of loads, as of a snapshot: a deferred map
+				// leaves up to 16 of them out of its index for a while
+				for range rapid.IntRange(1, 40).Draw(t, "loads") {
+					rev++
+					k, v := key.Draw(t, "key"), value.Draw(t, "value")
+					e := entry{k, v, rev, rev, 1}
+					if old, ok := model[k]; ok {
+						e.CreateRev, e.Version = old.CreateRev, old.Version+1
+					}
+					m.Load(&record.Entry{Key: []byte(k), Value: []byte(v), CreateRev: e.CreateRev, ModRev: rev, Version: e.Version})
+					model[k] = e
+				}
+			}
+			if !rapid.Bool().Draw(t, "check") {
+				continue // loads left out of the index meet the next step
 			}
 			k := key.Draw(t, "probe")
 			got, ok := m.Lookup([]byte(k))
@@ -632,6 +662,7 @@ func TestArena(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		release()
 		if diff := cmp.Diff(snapshot(), dump(t, m), cmpopts.EquateEmpty()); diff != "" {
 			t.Fatalf("map (-model +map):\n%s", diff)
 		}
@@ -679,39 +710,41 @@ func TestEntrySizes(t *testing.T) {
 	}
 }
 
-// TestPrefaultEnds checks that the goroutine a recovery's map starts to
-// prefault its chunks ends both at Build and when the map is abandoned
-// while deferred, as by a recovery that fails.
-func TestPrefaultEnds(t *testing.T) {
-	defer record.SetChunkSizes(64, 128, 100)()
-	fill := func() *record.Map {
+// TestLoadAhead loads runs of entries of a few keys into a deferred map,
+// whose index takes each entry only after up to 15 more have come: with
+// tiny chunks and every byte of dead space worth an evacuation, chunks
+// holding entries not yet indexed are evacuated, which must not lose them.
+func TestLoadAhead(t *testing.T) {
+	defer record.SetCompactMin(record.SetCompactMin(0))
+	rapid.Check(t, func(t *rapid.T) {
+		defer record.SetChunkSizes(64, 128, 60)()
+		defer record.SetEvacuateStep(rapid.IntRange(1, 4).Draw(t, "step"))()
 		m := record.NewMap()
 		m.Defer()
-		for i := range 200 { // far past the chunks after which it starts
-			r := put(record.Revision(i+1), fmt.Sprintf("key%03d", i), "value")
-			if err := m.Apply(&r); err != nil {
+		model := map[string]entry{}
+		key := rapid.SampledFrom([]string{"a", "b", "c", "d"})
+		value := rapid.StringMatching(`[x-z]{0,20}`)
+		rev := record.Revision(0)
+		for range rapid.IntRange(1, 5).Draw(t, "runs") {
+			for range rapid.IntRange(1, 40).Draw(t, "loads") {
+				rev++
+				k, v := key.Draw(t, "key"), value.Draw(t, "value")
+				e := entry{k, v, rev, rev, 1}
+				if old, ok := model[k]; ok {
+					e.CreateRev, e.Version = old.CreateRev, old.Version+1
+				}
+				m.Load(&record.Entry{Key: []byte(k), Value: []byte(v), CreateRev: e.CreateRev, ModRev: rev, Version: e.Version})
+				model[k] = e
+			}
+			if err := m.CheckArena(); err != nil {
 				t.Fatal(err)
 			}
-		}
-		return m
-	}
-	settled := func(want int) {
-		t.Helper()
-		deadline := time.Now().Add(5 * time.Second)
-		for runtime.NumGoroutine() > want {
-			if time.Now().After(deadline) {
-				t.Fatalf("%d goroutines, want %d: the prefaulter did not end", runtime.NumGoroutine(), want)
+			for k, w := range model {
+				got, ok := m.Lookup([]byte(k))
+				if !ok || w != (entry{string(got.Key), string(got.Value), got.CreateRev, got.ModRev, got.Version}) {
+					t.Fatalf("Lookup(%q) = %+v %v, want %+v", k, got, ok, w)
+				}
 			}
-			time.Sleep(10 * time.Millisecond)
 		}
-	}
-	base := runtime.NumGoroutine()
-	m := fill()
-	if runtime.NumGoroutine() <= base {
-		t.Fatal("no prefaulter started")
-	}
-	m.Build()
-	settled(base)
-	fill() // abandoned while deferred
-	settled(base)
+	})
 }

@@ -166,27 +166,18 @@ func Recover(fsys vfs.FS, dir string, opts Options) (*Result, error) {
 	// may end in a torn tail.
 	rd := &wal.Reader{FS: fsys, Dir: dir, MaxRecordSize: opts.WAL.MaxRecordSize}
 	var last wal.SegmentInfo
-	var rec record.Record // reused: a replay allocates nothing per record to decode
+	rp := &replayer{m: m, lax: lax, rev: m.Revision()}
 	for i, s := range live {
 		newest := i == len(live)-1
 		file := wal.SegmentPath(dir, s)
 		info, err := rd.Scan(s, newest, func(r wal.Record) error {
-			if err := record.DecodeInto(r.Payload, &rec); err != nil {
-				return &wal.CorruptError{Err: record.ErrCorrupt, File: file, Offset: r.Offset, Reason: err.Error()}
-			}
-			if lax {
-				rec.Revision = m.Revision() + 1
-			} else if want := m.Revision() + 1; rec.Revision != want {
-				return &wal.CorruptError{Err: wal.ErrCorrupt, File: file, Offset: r.Offset,
-					Reason: fmt.Sprintf("record has revision %d, expected %d", rec.Revision, want)}
-			}
-			if err := m.Apply(&rec); err != nil {
-				return &wal.CorruptError{Err: record.ErrCorrupt, File: file, Offset: r.Offset,
-					Reason: fmt.Sprintf("record %d cannot be applied: %v", rec.Revision, err)}
-			}
-			res.Replayed++
-			return nil
+			return rp.add(file, r.Offset, r.Payload)
 		})
+		if err == nil {
+			err = rp.drain()
+		}
+		res.Replayed += rp.applied
+		rp.applied = 0
 		if err != nil {
 			return nil, err
 		}
@@ -198,7 +189,7 @@ func Recover(fsys vfs.FS, dir string, opts Options) (*Result, error) {
 			last = info
 		}
 	}
-	m.Build()
+	m.BuildAsync() // the caller may use the map while its tree is built
 	if last.Torn {
 		res.Torn, res.TornSegment, res.TornOffset, res.TornReason = true, last.Segment, last.End, last.TornReason
 	}
@@ -360,4 +351,110 @@ func logSummary(log *slog.Logger, dir string, res *Result) {
 		attrs = append(attrs, "torn", fmt.Sprintf("%s at %d: %s", wal.SegmentName(res.TornSegment), res.TornOffset, res.TornReason))
 	}
 	log.Info("recovered", attrs...)
+}
+
+// replayer applies the records of the log to a map in order, a few
+// records behind the one read: the index slots of a record's keys are
+// prefetched when it is read (see record.Map.Prefetch), and are in the
+// cache when it is applied, so that a replay of small records waits for
+// several cache misses at once rather than for each in turn. A record is
+// checked (decoded, its revision the next) when read, and applied later.
+type replayer struct {
+	m       *record.Map
+	lax     bool            // BugDoubleApply: revisions are not checked
+	rev     record.Revision // of the last record read
+	ring    [replayAhead]pendingRecord
+	head, n int
+	direct  record.Record // a big record, applied as soon as read
+	applied int           // records applied
+}
+
+// replayAhead is how many small records wait to be applied.
+const replayAhead = 8
+
+// smallRecord is the largest record that waits in the ring, copied: a
+// bigger one holds many operations, whose slots Apply prefetches itself.
+const smallRecord = 4 << 10
+
+// pendingRecord is a record read and not yet applied, with its own copy
+// of its bytes (the reader's buffer moves on).
+type pendingRecord struct {
+	payload []byte
+	rec     record.Record
+	file    string
+	off     int64
+}
+
+// add reads the record at off in file, and applies the oldest waiting if
+// the ring is full.
+func (r *replayer) add(file string, off int64, payload []byte) error {
+	if len(payload) > smallRecord {
+		if err := r.drain(); err != nil {
+			return err
+		}
+		if err := r.decode(file, off, payload, &r.direct); err != nil {
+			return err
+		}
+		return r.apply(file, off, &r.direct)
+	}
+	p := &r.ring[(r.head+r.n)%replayAhead]
+	p.payload = append(p.payload[:0], payload...)
+	p.file, p.off = file, off
+	if err := r.decode(file, off, p.payload, &p.rec); err != nil {
+		// The records before it go first: a failure among them is the
+		// first damage in the log, the one to report.
+		if derr := r.drain(); derr != nil {
+			return derr
+		}
+		return err
+	}
+	for i := range p.rec.Ops {
+		r.m.Prefetch(p.rec.Ops[i].Key)
+	}
+	if r.n++; r.n == replayAhead {
+		return r.applyOldest()
+	}
+	return nil
+}
+
+// decode decodes payload into rec and checks that its revision is the next.
+func (r *replayer) decode(file string, off int64, payload []byte, rec *record.Record) error {
+	if err := record.DecodeInto(payload, rec); err != nil {
+		return &wal.CorruptError{Err: record.ErrCorrupt, File: file, Offset: off, Reason: err.Error()}
+	}
+	if r.lax {
+		rec.Revision = r.rev + 1
+	} else if want := r.rev + 1; rec.Revision != want {
+		return &wal.CorruptError{Err: wal.ErrCorrupt, File: file, Offset: off,
+			Reason: fmt.Sprintf("record has revision %d, expected %d", rec.Revision, want)}
+	}
+	r.rev = rec.Revision
+	return nil
+}
+
+// apply applies rec, read at off in file.
+func (r *replayer) apply(file string, off int64, rec *record.Record) error {
+	if err := r.m.Apply(rec); err != nil {
+		return &wal.CorruptError{Err: record.ErrCorrupt, File: file, Offset: off,
+			Reason: fmt.Sprintf("record %d cannot be applied: %v", rec.Revision, err)}
+	}
+	r.applied++
+	return nil
+}
+
+func (r *replayer) applyOldest() error {
+	p := &r.ring[r.head]
+	r.head = (r.head + 1) % replayAhead
+	r.n--
+	return r.apply(p.file, p.off, &p.rec)
+}
+
+// drain applies every record waiting.
+func (r *replayer) drain() error {
+	for r.n > 0 {
+		if err := r.applyOldest(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
