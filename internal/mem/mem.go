@@ -1,16 +1,6 @@
-// Package mem asks the kernel to back fresh memory before it is used.
-//
-// On the virtual machines kv is measured on, the first write to a page new
-// to the process traps into the kernel and costs as much as writing 10 KB
-// to a page already mapped: filling 256 MiB of new memory page by page
-// runs at about 350 MB/s. One madvise(MADV_POPULATE_WRITE) over the same
-// range maps every page in a single system call, at about 6 GB/s. A store
-// that loads a large snapshot or log into memory spends most of its
-// recovery on those faults unless it populates its big allocations first.
 package mem
 
 import (
-	"os"
 	"sync/atomic"
 	"unsafe"
 
@@ -34,7 +24,7 @@ var unsupported atomic.Bool
 // kernel cannot; a failure to populate is not an error, since the pages
 // are mapped anyway when they are first written.
 func Populate(b []byte) {
-	if cap(b) < MinPopulate || unsupported.Load() || os.Getenv("NOPOP") != "" {
+	if cap(b) < MinPopulate || unsupported.Load() {
 		return
 	}
 	b = b[:cap(b)]
