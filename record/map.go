@@ -66,6 +66,8 @@ type Map struct {
 	// for Build.
 	tracked []sortItem
 	sorted  int
+	// deadTracked is how many of the entries tracked were marked dead.
+	deadTracked int
 	// ev is the chunk being evacuated, its entries before evOff copied
 	// out (see maybeCompact).
 	ev    *chunk
@@ -163,21 +165,31 @@ func (m *Map) build(async bool) {
 		return
 	}
 	var items []sortItem
-	head, ok := 0, false
+	sorted, tracked := 0, false
 	if m.own {
 		m.own = false
-		items, head, ok = m.liveTracked()
+		// The entries tracked, less those marked dead, are the keys: the
+		// dead are left out where the tree is built.
+		if len(m.tracked)-m.deadTracked == m.idx.live {
+			items, sorted, tracked = m.tracked, m.sorted, true
+		}
+		m.tracked, m.sorted, m.deadTracked = nil, 0, 0
 	}
-	if !ok {
+	if !tracked {
 		items = make([]sortItem, 0, m.idx.live)
 		mem.PopulateSlice(items)
 		m.idx.all(func(p ref) {
 			items = append(items, sortItem{keyPrefix(refKey(p)), p})
 		})
-		head = 0
+	}
+	job := func() *btree.BTreeG[ref] {
+		if !tracked {
+			return buildSorted(items, 0)
+		}
+		return buildSorted(liveOnly(items, sorted))
 	}
 	if !async || len(items) < asyncBuildMin {
-		m.t = buildSorted(items, head)
+		m.t = job()
 		return
 	}
 	p := &pendingTree{done: make(chan struct{})}
@@ -187,9 +199,9 @@ func (m *Map) build(async bool) {
 		if gate != nil {
 			<-gate
 		}
-		// It reads only the keys of the entries in items, which nothing
-		// changes (the map is no longer own).
-		p.t = buildSorted(items, head)
+		// It reads only the keys and versions of the entries in items,
+		// which nothing changes (the map is no longer own).
+		p.t = job()
 		close(p.done)
 	}()
 }
@@ -262,13 +274,11 @@ func (m *Map) track(p ref) {
 	m.tracked = append(m.tracked, it)
 }
 
-// liveTracked returns the entries track noted that are live (see
-// markDead), the first head of them in key order, and whether they are
-// all the map's keys.
-func (m *Map) liveTracked() (items []sortItem, head int, ok bool) {
-	items, sorted := m.tracked, m.sorted
-	m.tracked, m.sorted = nil, 0
-	n := 0
+// liveOnly returns the entries of items that are live (see markDead),
+// of which the first sorted are in key order, and how many of those live
+// ones are.
+func liveOnly(items []sortItem, sorted int) ([]sortItem, int) {
+	n, head := 0, 0
 	for i, it := range items {
 		if isDead(it.p) {
 			continue
@@ -279,7 +289,7 @@ func (m *Map) liveTracked() (items []sortItem, head int, ok bool) {
 		items[n] = it
 		n++
 	}
-	return items[:n], head, n == m.idx.live
+	return items[:n], head
 }
 
 // buildSorted builds a tree of the entries in items, of which the first
@@ -303,8 +313,12 @@ func buildSorted(items []sortItem, head int) *btree.BTreeG[ref] {
 
 // markDead marks the entry at p, of a map deferred while empty, replaced
 // or deleted: its version becomes 0, which no live entry has. Nobody else
-// holds the map's entries then.
-func markDead(p ref) { clear(bytesAt(p, 16, 8)) }
+// holds the map's entries then. Each entry tracked is marked at most once
+// (a dead one is in the index no longer), so deadTracked counts the dead.
+func (m *Map) markDead(p ref) {
+	clear(bytesAt(p, 16, 8))
+	m.deadTracked++
+}
 
 func isDead(p ref) bool { return binary.LittleEndian.Uint64(bytesAt(p, 16, 8)) == 0 }
 
@@ -584,7 +598,7 @@ func (m *Map) account(old, p ref) {
 		m.bytes -= int64(refKeyLen(old) + refValueLen(old))
 		m.a.kill(old)
 		if m.own {
-			markDead(old)
+			m.markDead(old)
 		}
 	}
 	if p != nil {
@@ -883,7 +897,7 @@ func (m *Map) evacuate(n int) {
 			m.later = append(m.later, q)
 		}
 		if m.own {
-			markDead(p)
+			m.markDead(p)
 			m.track(q)
 		}
 	}
