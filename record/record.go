@@ -260,12 +260,12 @@ func Decode(p []byte) (Record, error) {
 	return r, nil
 }
 
-// DecodeInto is Decode into r, reusing the capacity of r.Ops, so that a
-// replay of single-operation records allocates nothing per record. On
-// error r is undefined.
+// DecodeInto is Decode into r, reusing the capacity of r.Ops and
+// r.Compares, so that a replay allocates nothing per record once they
+// have grown to its biggest. On error r is undefined.
 func DecodeInto(p []byte, r *Record) error {
 	d := decoder{b: p}
-	ops := r.Ops[:0]
+	ops, cmps := r.Ops[:0], r.Compares[:0]
 	*r = Record{}
 	k := Kind(d.u8())
 	r.Revision = Revision(d.u64())
@@ -280,7 +280,12 @@ func DecodeInto(p []byte, r *Record) error {
 		}
 		r.Succeeded = flags&1 != 0
 		if n := d.count(10); n > 0 {
-			r.Compares = make([]Compare, n)
+			if cap(cmps) >= n {
+				r.Compares = cmps[:n]
+				clear(r.Compares) // each compare sets only some fields
+			} else {
+				r.Compares = make([]Compare, n)
+			}
 			for i := range r.Compares {
 				c := &r.Compares[i]
 				c.Target, c.Cmp = Target(d.u8()), Cmp(d.u8())
@@ -299,7 +304,11 @@ func DecodeInto(p []byte, r *Record) error {
 			}
 		}
 		if n := d.count(5); n > 0 {
-			r.Ops = make([]Op, n)
+			if cap(ops) >= n {
+				r.Ops = ops[:n] // a replay of transactions allocates once
+			} else {
+				r.Ops = make([]Op, n)
+			}
 			for i := range r.Ops {
 				r.Ops[i] = d.opBody(Kind(d.u8()))
 			}
