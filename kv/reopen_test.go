@@ -133,6 +133,17 @@ func TestUseWhileTreeBuilds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	reopen := func(s *kv.Store) *kv.Store {
+		t.Helper()
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		s, err := kv.Open("/data", &opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
 	want := map[string]string{}
 	for b := 0; b < keys; b += 1000 {
 		var ops []kv.Op
@@ -152,14 +163,7 @@ func TestUseWhileTreeBuilds(t *testing.T) {
 			}
 		}
 	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-
-	s, err = kv.Open("/data", &opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s = reopen(s)
 	// Deletes, replacements and new keys, in one commit (one is quicker
 	// than the build; many are not).
 	var ops []kv.Op
@@ -215,14 +219,7 @@ func TestUseWhileTreeBuilds(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-
-	s, err = kv.Open("/data", &opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s = reopen(s)
 	defer s.Close()
 	got := map[string]string{}
 	for e := range s.Scan(nil, nil) {

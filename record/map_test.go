@@ -637,13 +637,7 @@ func TestArena(t *testing.T) {
 				// leaves up to 16 of them out of its index for a while
 				for range rapid.IntRange(1, 40).Draw(t, "loads") {
 					rev++
-					k, v := key.Draw(t, "key"), value.Draw(t, "value")
-					e := entry{k, v, rev, rev, 1}
-					if old, ok := model[k]; ok {
-						e.CreateRev, e.Version = old.CreateRev, old.Version+1
-					}
-					m.Load(&record.Entry{Key: []byte(k), Value: []byte(v), CreateRev: e.CreateRev, ModRev: rev, Version: e.Version})
-					model[k] = e
+					loadModel(m, model, rev, key.Draw(t, "key"), value.Draw(t, "value"))
 				}
 			}
 			if !rapid.Bool().Draw(t, "check") {
@@ -710,6 +704,16 @@ func TestEntrySizes(t *testing.T) {
 	}
 }
 
+// loadModel loads into m, and into model, a put of k to v at rev.
+func loadModel(m *record.Map, model map[string]entry, rev record.Revision, k, v string) {
+	e := entry{k, v, rev, rev, 1}
+	if old, ok := model[k]; ok {
+		e.CreateRev, e.Version = old.CreateRev, old.Version+1
+	}
+	m.Load(&record.Entry{Key: []byte(k), Value: []byte(v), CreateRev: e.CreateRev, ModRev: rev, Version: e.Version})
+	model[k] = e
+}
+
 // TestLoadAhead loads runs of entries of a few keys into a deferred map,
 // whose index takes each entry only after up to 15 more have come: with
 // tiny chunks and every byte of dead space worth an evacuation, chunks
@@ -728,13 +732,7 @@ func TestLoadAhead(t *testing.T) {
 		for range rapid.IntRange(1, 5).Draw(t, "runs") {
 			for range rapid.IntRange(1, 40).Draw(t, "loads") {
 				rev++
-				k, v := key.Draw(t, "key"), value.Draw(t, "value")
-				e := entry{k, v, rev, rev, 1}
-				if old, ok := model[k]; ok {
-					e.CreateRev, e.Version = old.CreateRev, old.Version+1
-				}
-				m.Load(&record.Entry{Key: []byte(k), Value: []byte(v), CreateRev: e.CreateRev, ModRev: rev, Version: e.Version})
-				model[k] = e
+				loadModel(m, model, rev, key.Draw(t, "key"), value.Draw(t, "value"))
 			}
 			if err := m.CheckArena(); err != nil {
 				t.Fatal(err)
