@@ -235,3 +235,36 @@ func TestCorruptionRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestFirstDamageReported: recovery applies records a few behind the one
+// it reads, yet reports damage in log order. A record that cannot be
+// applied (an add on a value that is not a number) is followed by a
+// record with a flipped byte, read before the first is applied: the error
+// must name the first.
+func TestFirstDamageReported(t *testing.T) {
+	ops := []record.Op{
+		{Kind: record.KindPut, Key: []byte("x"), Value: []byte("not a number")},
+		{Kind: record.KindAdd, Key: []byte("x"), Delta: 1},
+	}
+	for i := range 5 {
+		ops = append(ops, record.Op{Kind: record.KindPut, Key: fmt.Appendf(nil, "k%d", i), Value: []byte("v")})
+	}
+	fsys, dir := newDir(t)
+	writeLog(t, fsys, dir, 1, 1, ops)
+	spans := recordSpans(t, fsys, dir, 1)
+	name := wal.SegmentPath(dir, 1)
+	b, err := vfs.ReadFile(fsys, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[spans[3][0]+10] ^= 0x40 // the second put after the add
+	rewrite(t, fsys, name, b)
+	_, err = recovery.Recover(fsys, dir, recovery.Options{})
+	var ce *wal.CorruptError
+	if !errors.As(err, &ce) {
+		t.Fatalf("Recover: %v, want a *wal.CorruptError", err)
+	}
+	if ce.Offset != spans[1][0] || !strings.Contains(ce.Reason, "cannot be applied") {
+		t.Fatalf("Recover: %v at offset %d, want the add's failure at offset %d", err, ce.Offset, spans[1][0])
+	}
+}

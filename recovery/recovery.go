@@ -173,8 +173,10 @@ func Recover(fsys vfs.FS, dir string, opts Options) (*Result, error) {
 		info, err := rd.Scan(s, newest, func(r wal.Record) error {
 			return rp.add(file, r.Offset, r.Payload)
 		})
-		if err == nil {
-			err = rp.drain()
+		// The records waiting come before whatever stopped the scan: a
+		// failure among them is the first damage in the log.
+		if derr := rp.drain(); derr != nil {
+			err = derr
 		}
 		res.Replayed += rp.applied
 		rp.applied = 0
@@ -367,6 +369,7 @@ type replayer struct {
 	head, n int
 	direct  record.Record // a big record, applied as soon as read
 	applied int           // records applied
+	failed  error         // the first record that could not be applied
 }
 
 // replayAhead is how many small records wait to be applied.
@@ -432,11 +435,16 @@ func (r *replayer) decode(file string, off int64, payload []byte, rec *record.Re
 	return nil
 }
 
-// apply applies rec, read at off in file.
+// apply applies rec, read at off in file. After a failure it applies
+// nothing more and returns that failure.
 func (r *replayer) apply(file string, off int64, rec *record.Record) error {
+	if r.failed != nil {
+		return r.failed
+	}
 	if err := r.m.Apply(rec); err != nil {
-		return &wal.CorruptError{Err: record.ErrCorrupt, File: file, Offset: off,
+		r.failed = &wal.CorruptError{Err: record.ErrCorrupt, File: file, Offset: off,
 			Reason: fmt.Sprintf("record %d cannot be applied: %v", rec.Revision, err)}
+		return r.failed
 	}
 	r.applied++
 	return nil
@@ -449,8 +457,12 @@ func (r *replayer) applyOldest() error {
 	return r.apply(p.file, p.off, &p.rec)
 }
 
-// drain applies every record waiting.
+// drain applies every record waiting, and returns the first failure to
+// apply one, if any.
 func (r *replayer) drain() error {
+	if r.failed != nil {
+		return r.failed
+	}
 	for r.n > 0 {
 		if err := r.applyOldest(); err != nil {
 			return err
