@@ -3,6 +3,8 @@ package killtest
 import (
 	"bytes"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/kvstore/kv/vfs"
@@ -202,5 +204,32 @@ func TestMachineSampling(t *testing.T) {
 	ss, sampled := m.machineStates(50, rand.New(rand.NewPCG(1, 2)))
 	if !sampled || len(ss) != 50 {
 		t.Errorf("sampled=%v, %d states; want a sample of 50", sampled, len(ss))
+	}
+}
+
+// TestZeroTears: a write of zeros into the log's reservation is torn only
+// at its first and last sector boundary, but zeros written over data are
+// torn at every boundary, since each tear leaves different data.
+func TestZeroTears(t *testing.T) {
+	zeros := string(make([]byte, 4096))
+	for _, tc := range []struct {
+		name    string
+		initial string
+		want    []int // the lengths of the choices
+	}{
+		{"past the end", "rec", []int{3, 512, 4096, 4099}},
+		{"over zeros", "rec" + zeros, []int{4099, 4099, 4099, 4099}},
+		{"over data", "rec" + strings.Repeat("x", 4096), slices.Repeat([]int{4099}, 10)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := &inode{durable: []byte(tc.initial), pending: []fileOp{{kind: "write", off: 3, data: []byte(zeros)}}}
+			var got []int
+			for _, c := range contentChoices(n) {
+				got = append(got, len(c))
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("choices of lengths %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

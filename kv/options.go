@@ -86,8 +86,9 @@ type Options struct {
 	MaxKeySize   int
 	MaxValueSize int
 	// NoPreallocate turns off the preallocation of log space ahead of the
-	// writer (on by default: an overwrite of preallocated space plus
-	// fdatasync need not flush the file size).
+	// writer (on by default: the log reserves 1 MiB at a time and writes
+	// zeros over it, so that an fdatasync of records written there
+	// flushes data alone, not the file size or the file system's extents).
 	NoPreallocate bool
 	// ReadOnly recovers in memory, writes nothing, and takes a shared
 	// lock; every write returns ErrReadOnly.

@@ -17,9 +17,9 @@ type Options struct {
 	// DefaultMaxRecordSize.
 	MaxRecordSize int
 	// Preallocate reserves log space ahead of the writer, this many bytes
-	// at a time (zeros that readers skip), so that appends within it need
-	// not change the file size and a sync need not write the inode. 0
-	// disables it.
+	// at a time, and writes zeros over it (zeros that readers skip), so
+	// that a sync of records appended within it writes neither the file
+	// size nor an extent conversion: data alone. 0 disables it.
 	Preallocate int64
 	// SkipDirSync leaves out the directory sync after a new segment is
 	// created (a bug variant: a power loss can take the segment, and the
@@ -161,7 +161,31 @@ func (w *Writer) reserve(end int64) error {
 	if err := w.f.Preallocate(w.alloc, n); err != nil {
 		return err
 	}
+	// Write the zeros too, past end (the caller writes up to it). ext4
+	// reserves with "unwritten" extents, and a sync of records written
+	// into one must journal its conversion: a group commit of a few KiB
+	// then costs as much as an append that grows the file. Written zeros
+	// make every later sync in the range a pure data flush. The next sync
+	// carries the zeros and the conversion, once per step.
+	if err := w.writeZeros(max(w.alloc, end), w.alloc+n); err != nil {
+		return err
+	}
 	w.alloc += n
+	return nil
+}
+
+// zeros is the source of writeZeros; it is never written.
+var zeros [1 << 20]byte
+
+// writeZeros writes zeros over [from, to).
+func (w *Writer) writeZeros(from, to int64) error {
+	for from < to {
+		n := min(to-from, int64(len(zeros)))
+		if _, err := w.f.WriteAt(zeros[:n], from); err != nil {
+			return err
+		}
+		from += n
+	}
 	return nil
 }
 

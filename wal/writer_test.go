@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -614,10 +615,25 @@ func syncDir(tb testing.TB, fsys vfs.FS) {
 	}
 }
 
+// TestWriterPreallocate: the writer reserves whole steps just ahead of its
+// records, and writes every byte of them (zeros past the records), so that
+// no sync has to convert a reserved but unwritten extent.
 func TestWriterPreallocate(t *testing.T) {
 	const step = 1024
 	fsys := newFS(t)
-	w, err := wal.Create(fsys, testDir, 1, wal.Options{Preallocate: step})
+	var written []bool // per byte of the segment: some write covered it
+	watch := &vfs.Inject{FS: fsys, Rule: func(op vfs.Op) error {
+		if op.Kind == vfs.OpWrite {
+			for int64(len(written)) < op.Off+op.Len {
+				written = append(written, false)
+			}
+			for i := op.Off; i < op.Off+op.Len; i++ {
+				written[i] = true
+			}
+		}
+		return nil
+	}}
+	w, err := wal.Create(watch, testDir, 1, wal.Options{Preallocate: step})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -630,6 +646,10 @@ func TestWriterPreallocate(t *testing.T) {
 		if off := w.Offset(); size%step != 0 || size < off || size-off >= step {
 			t.Fatalf("after record %d: file size %d with records up to %d; want whole %d-byte steps just covering them",
 				i, size, off, step)
+		}
+		if at := slices.Index(written, false); at >= 0 || int64(len(written)) != size {
+			t.Fatalf("after record %d: %d of the file's %d bytes written, the first gap at %d; want all of them",
+				i, len(written), size, at)
 		}
 		if i%5 == 0 {
 			if err := w.Sync(); err != nil {
