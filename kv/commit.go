@@ -138,17 +138,16 @@ func (s *Store) run() {
 		defer t.Stop()
 		tick = t.C
 	}
-	batch := make([]*request, 0, 64)
 	if s.ckptAtStart {
 		s.startCheckpoint()
 	}
 	for {
 		select {
 		case r := <-s.reqs:
-			batch = append(batch[:0], r)
-			batch = s.gather(batch)
-			s.commit(batch)
-			clear(batch)
+			s.begin()
+			s.take(r)
+			s.gather()
+			s.commit()
 		case f := <-s.ctl:
 			f()
 		case err := <-s.ckpt:
@@ -164,7 +163,9 @@ func (s *Store) run() {
 			for {
 				select {
 				case r := <-s.reqs:
-					s.commit([]*request{r})
+					s.begin()
+					s.take(r)
+					s.commit()
 					continue
 				default:
 				}
@@ -178,19 +179,22 @@ func (s *Store) run() {
 	}
 }
 
-// gather adds the waiting requests to batch. When more writers are
-// inside write than the batch holds, the others are usually on their way:
-// writers acknowledged by the last group, woken but not yet back. Rather
-// than sync without them and make them wait a whole sync for the next
-// group, wait for them, until each writer is either in the batch or gone
-// (leave nudges the wait), or at most a short gap passes without one,
+// gather takes the waiting requests into the group. When more writers
+// are inside write than the group holds, the others are usually on their
+// way: writers acknowledged by the last group, woken but not yet back.
+// Rather than sync without them and make them wait a whole sync for the
+// next group, wait for them, until each writer is either in the group or
+// gone (leave nudges the wait), or at most a short gap passes without one,
 // and all of it at most a fraction of a sync. A lone writer never waits.
-func (s *Store) gather(batch []*request) []*request {
+// Requests are evaluated as they come, so that the wait for the last of
+// them hides the evaluation of the others.
+func (s *Store) gather() {
+	g := &s.g
 	drain := func() {
-		for len(batch) < maxBatch {
+		for len(g.reqs) < maxBatch {
 			select {
 			case r := <-s.reqs:
-				batch = append(batch, r)
+				s.take(r)
 				continue
 			default:
 			}
@@ -198,12 +202,12 @@ func (s *Store) gather(batch []*request) []*request {
 		}
 	}
 	drain()
-	if len(batch) >= int(s.writers.Load()) || len(batch) >= maxBatch {
-		return batch
+	if len(g.reqs) >= int(s.writers.Load()) || len(g.reqs) >= maxBatch {
+		return
 	}
 	gap := min(s.lastSync/8, 50*time.Microsecond)
 	if gap <= 0 {
-		return batch
+		return
 	}
 	// gathering is set before writers is read again, and leave changes
 	// writers before it reads gathering: a writer that leaves now is
@@ -217,22 +221,21 @@ func (s *Store) gather(batch []*request) []*request {
 	deadline := time.Now().Add(min(s.lastSync/2, 300*time.Microsecond))
 	timer := time.NewTimer(gap)
 	defer timer.Stop()
-	for len(batch) < maxBatch && len(batch) < int(s.writers.Load()) {
+	for len(g.reqs) < maxBatch && len(g.reqs) < int(s.writers.Load()) {
 		select {
 		case r := <-s.reqs:
-			batch = append(batch, r)
+			s.take(r)
 			drain()
 			left := time.Until(deadline)
 			if left <= 0 {
-				return batch
+				return
 			}
 			timer.Reset(min(gap, left))
 		case <-s.nudge:
 		case <-timer.C:
-			return batch
+			return
 		}
 	}
-	return batch
 }
 
 // staged is one key's new state in a group being committed.
@@ -307,120 +310,151 @@ func (s *Store) lookup(key []byte) *record.Entry {
 	return nil
 }
 
-// commit evaluates, logs, syncs and applies one group.
-func (s *Store) commit(batch []*request) {
+// begin starts a group.
+func (s *Store) begin() {
+	g := &s.g
+	clear(g.reqs)
+	clear(g.changes)
+	*g = group{reqs: g.reqs[:0], changes: g.changes[:0], offsets: g.offsets[:0], rev: s.lastRev}
+	if s.failed.Load() != nil {
+		// Only the committer fails the store, so it stays failed until
+		// commit answers the group.
+		g.failed = true
+		return
+	}
+	clear(s.overlay) // every earlier group is visible by now
+	s.scratch.reset()
+	s.buf = s.buf[:0]
+}
+
+// take adds r to the group and evaluates it: its fence, its compares, the
+// entries it makes, and its record.
+func (s *Store) take(r *request) {
+	g := &s.g
+	g.reqs = append(g.reqs, r)
+	if g.failed {
+		return
+	}
+	// The keys' index slots are far apart in a big map: ask for them all
+	// before the first is needed, so that their cache misses overlap.
+	t := &r.txn
+	if t.Fence != nil {
+		s.m.Prefetch(t.Fence.Key)
+	}
+	for i := range t.If {
+		s.m.Prefetch(t.If[i].Key)
+	}
+	for i := range min(len(t.Then), 8) {
+		s.m.Prefetch(t.Then[i].Key)
+	}
+	if f := t.Fence; f != nil {
+		e := s.lookup(f.Key)
+		switch {
+		case e == nil:
+			r.err = fmt.Errorf("%w: fence key %q does not exist (token %d)", ErrFenced, f.Key, f.Token)
+			return
+		case f.By == FenceModRev && e.ModRev != f.Token:
+			r.err = fmt.Errorf("%w: fence key %q changed at revision %d, token %d", ErrFenced, f.Key, e.ModRev, f.Token)
+			return
+		case f.By == FenceCreateRev && e.CreateRev != f.Token:
+			r.err = fmt.Errorf("%w: fence key %q created at revision %d, token %d", ErrFenced, f.Key, e.CreateRev, f.Token)
+			return
+		}
+	}
+	ok := true
+	for i := range t.If {
+		if !holds(&t.If[i], s.lookup(t.If[i].Key)) {
+			ok = false
+			break
+		}
+	}
+	ops := t.Then
+	if !ok {
+		ops = t.Else
+	}
+	r.res.Succeeded = ok
+	if r.mustExist && s.lookup(ops[0].Key) == nil {
+		r.err = ErrNotFound
+		return
+	}
+	if len(ops) == 0 {
+		r.res.Revision = g.rev
+		return
+	}
+	// Compute the new entries; a failing op fails the whole
+	// transaction and stages nothing.
+	next := g.rev + 1
+	mark := len(g.changes)
+	var err error
+	var mine map[string]*record.Entry // a big transaction's own changes
+	if len(ops) > 8 {
+		if s.mine == nil {
+			s.mine = make(map[string]*record.Entry, len(ops))
+		}
+		mine = s.mine
+		clear(mine)
+	}
+	for i := range ops {
+		var old *record.Entry
+		if mine != nil {
+			var ok bool
+			if old, ok = mine[string(ops[i].Key)]; !ok {
+				old = s.lookup(ops[i].Key)
+			}
+		} else {
+			old = s.lookupStaged(ops[i].Key, g.changes[mark:])
+		}
+		e := s.scratch.entry()
+		var deleted bool
+		deleted, s.scratch.bytes, err = record.NextInto(e, s.scratch.bytes, old, &ops[i], next)
+		if err != nil {
+			err = mapApplyError(err, &ops[i], old)
+			break
+		}
+		c := staged{e: e, ov: e}
+		if deleted {
+			c.key, c.e, c.ov = s.scratch.key(ops[i].Key), nil, s.tombstone()
+		} else {
+			c.key = unsafe.String(unsafe.SliceData(e.Key), len(e.Key))
+		}
+		g.changes = append(g.changes, c)
+		if mine != nil {
+			mine[c.key] = c.e
+		}
+	}
+	if err != nil {
+		g.changes = g.changes[:mark]
+		r.err = err
+		return
+	}
+	for _, c := range g.changes[mark:] {
+		s.overlay[c.key] = c.ov
+	}
+	if r.single && ops[0].Kind == record.KindAdd {
+		r.added, _ = record.ParseInt(g.changes[len(g.changes)-1].e.Value)
+	}
+	g.rev = next
+	r.res.Revision, r.res.Committed = g.rev, true
+	rec := record.Record{Revision: g.rev, Txn: !r.single, Succeeded: ok, Ops: ops}
+	if !r.single {
+		rec.Compares = t.If
+	}
+	g.offsets = append(g.offsets, len(s.buf))
+	s.buf = record.Append(s.buf, &rec)
+}
+
+// commit logs, syncs and applies the group, and answers its requests.
+func (s *Store) commit() {
+	g := &s.g
 	if f := s.failed.Load(); f != nil {
-		for _, r := range batch {
+		for _, r := range g.reqs {
 			r.err = fmt.Errorf("%w: %w", ErrFailed, *f)
 			close(r.done)
 		}
 		return
 	}
-	clear(s.overlay) // every earlier group is visible by now
-	s.scratch.reset()
-	rev := s.lastRev
-	var changes []staged
 	var payloads [][]byte
-	s.buf = s.buf[:0]
-	var offsets []int
-	for _, r := range batch {
-		t := &r.txn
-		if f := t.Fence; f != nil {
-			e := s.lookup(f.Key)
-			switch {
-			case e == nil:
-				r.err = fmt.Errorf("%w: fence key %q does not exist (token %d)", ErrFenced, f.Key, f.Token)
-				continue
-			case f.By == FenceModRev && e.ModRev != f.Token:
-				r.err = fmt.Errorf("%w: fence key %q changed at revision %d, token %d", ErrFenced, f.Key, e.ModRev, f.Token)
-				continue
-			case f.By == FenceCreateRev && e.CreateRev != f.Token:
-				r.err = fmt.Errorf("%w: fence key %q created at revision %d, token %d", ErrFenced, f.Key, e.CreateRev, f.Token)
-				continue
-			}
-		}
-		ok := true
-		for i := range t.If {
-			if !holds(&t.If[i], s.lookup(t.If[i].Key)) {
-				ok = false
-				break
-			}
-		}
-		ops := t.Then
-		if !ok {
-			ops = t.Else
-		}
-		r.res.Succeeded = ok
-		if r.mustExist && s.lookup(ops[0].Key) == nil {
-			r.err = ErrNotFound
-			continue
-		}
-		if len(ops) == 0 {
-			r.res.Revision = rev
-			continue
-		}
-		// Compute the new entries; a failing op fails the whole
-		// transaction and stages nothing.
-		next := rev + 1
-		mark := len(changes)
-		var err error
-		var mine map[string]*record.Entry // a big transaction's own changes
-		if len(ops) > 8 {
-			if s.mine == nil {
-				s.mine = make(map[string]*record.Entry, len(ops))
-			}
-			mine = s.mine
-			clear(mine)
-		}
-		for i := range ops {
-			var old *record.Entry
-			if mine != nil {
-				var ok bool
-				if old, ok = mine[string(ops[i].Key)]; !ok {
-					old = s.lookup(ops[i].Key)
-				}
-			} else {
-				old = s.lookupStaged(ops[i].Key, changes[mark:])
-			}
-			e := s.scratch.entry()
-			var deleted bool
-			deleted, s.scratch.bytes, err = record.NextInto(e, s.scratch.bytes, old, &ops[i], next)
-			if err != nil {
-				err = mapApplyError(err, &ops[i], old)
-				break
-			}
-			c := staged{e: e, ov: e}
-			if deleted {
-				c.key, c.e, c.ov = s.scratch.key(ops[i].Key), nil, s.tombstone()
-			} else {
-				c.key = unsafe.String(unsafe.SliceData(e.Key), len(e.Key))
-			}
-			changes = append(changes, c)
-			if mine != nil {
-				mine[c.key] = c.e
-			}
-		}
-		if err != nil {
-			changes = changes[:mark]
-			r.err = err
-			continue
-		}
-		for _, c := range changes[mark:] {
-			s.overlay[c.key] = c.ov
-		}
-		if r.single && ops[0].Kind == record.KindAdd {
-			r.added, _ = record.ParseInt(changes[len(changes)-1].e.Value)
-		}
-		rev = next
-		r.res.Revision, r.res.Committed = rev, true
-		rec := record.Record{Revision: rev, Txn: !r.single, Succeeded: ok, Ops: ops}
-		if !r.single {
-			rec.Compares = t.If
-		}
-		offsets = append(offsets, len(s.buf))
-		s.buf = record.Append(s.buf, &rec)
-	}
-	g := &group{reqs: batch, changes: changes, rev: rev}
+	offsets := g.offsets
 	if len(offsets) == 0 {
 		s.ack(g) // nothing to log; everything before is visible already
 		return
@@ -434,7 +468,7 @@ func (s *Store) commit(batch []*request) {
 		s.fail(g, err)
 		return
 	}
-	s.lastRev = rev
+	s.lastRev = g.rev
 	switch {
 	case s.opts.Bug == recovery.BugAckBeforeSync:
 		// The bug: acknowledge, and show, before the sync.
@@ -474,11 +508,13 @@ func (s *Store) commit(batch []*request) {
 }
 
 // group is one group commit: its requests, the changes they made, and the
-// revision after them.
+// revision after them. The committer forms one at a time, in Store.g.
 type group struct {
 	reqs    []*request
 	changes []staged
 	rev     Revision
+	offsets []int // where each logged request's record starts in Store.buf
+	failed  bool  // the store had failed when the group began
 }
 
 // ack answers every request of g.

@@ -64,6 +64,7 @@ type Store struct {
 	mine      map[string]*record.Entry // a big transaction's own changes, while it is evaluated
 	buf       []byte
 	lastRev   Revision // the last revision given to a record
+	g         group    // the group being formed (committer only)
 	// ckptAtStart asks the committer to checkpoint what recovery
 	// replayed as soon as it starts.
 	ckptAtStart bool
