@@ -11,17 +11,27 @@ import (
 // Put sets key to value and returns the revision it committed at. Under
 // Always it returns once the write is durable.
 func (s *Store) Put(key, value []byte) (Revision, error) {
-	r := &request{single: true, txn: Txn{Then: []Op{PutOp(key, value)}}}
+	r := newRequest()
+	r.single = true
+	r.one[0] = PutOp(key, value)
+	r.txn.Then = r.one[:]
 	err := s.write(r)
-	return r.res.Revision, err
+	rev := r.res.Revision
+	r.release()
+	return rev, err
 }
 
 // Delete removes key and returns the revision it committed at, or
 // ErrNotFound, committing nothing, when the key does not exist.
 func (s *Store) Delete(key []byte) (Revision, error) {
-	r := &request{single: true, mustExist: true, txn: Txn{Then: []Op{DeleteOp(key)}}}
+	r := newRequest()
+	r.single, r.mustExist = true, true
+	r.one[0] = DeleteOp(key)
+	r.txn.Then = r.one[:]
 	err := s.write(r)
-	return r.res.Revision, err
+	rev := r.res.Revision
+	r.release()
+	return rev, err
 }
 
 // Add adds delta to key's value, a decimal int64 (a missing key counts as
@@ -29,9 +39,14 @@ func (s *Store) Delete(key []byte) (Revision, error) {
 // ErrNotInteger or ErrOverflow, committing nothing. The log records the
 // delta, not the result.
 func (s *Store) Add(key []byte, delta int64) (int64, Revision, error) {
-	r := &request{single: true, txn: Txn{Then: []Op{AddOp(key, delta)}}}
+	r := newRequest()
+	r.single = true
+	r.one[0] = AddOp(key, delta)
+	r.txn.Then = r.one[:]
 	err := s.write(r)
-	return r.added, r.res.Revision, err
+	added, rev := r.added, r.res.Revision
+	r.release()
+	return added, rev, err
 }
 
 // Txn commits a transaction atomically as one record (see Txn). A failed
@@ -41,9 +56,12 @@ func (s *Store) Txn(t Txn) (TxnResult, error) {
 	if len(t.Then) == 0 && len(t.Else) == 0 && t.Fence == nil && len(t.If) == 0 {
 		return TxnResult{}, fmt.Errorf("%w: empty transaction", ErrInvalid)
 	}
-	r := &request{txn: t}
+	r := newRequest()
+	r.txn = t
 	err := s.write(r)
-	return r.res, err
+	res := r.res
+	r.release()
+	return res, err
 }
 
 // Fenced returns a writer whose writes commit only while fence holds; see

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"sync"
 	"time"
 	"unsafe"
 
@@ -21,7 +22,37 @@ type request struct {
 	res       TxnResult
 	added     int64 // the value after a plain Add
 	err       error
-	done      chan struct{}
+	// done is closed when the outcome is set, or, for a pooled request,
+	// receives one value.
+	done   chan struct{}
+	pooled bool
+	one    [1]Op // the operation of a plain write
+}
+
+// requests recycles the requests of the writes that wait for their
+// outcome (Put, Delete, Add, Txn), each with its channel: a busy store
+// would otherwise allocate three objects per write.
+var requests = sync.Pool{New: func() any {
+	return &request{done: make(chan struct{}, 1), pooled: true}
+}}
+
+func newRequest() *request { return requests.Get().(*request) }
+
+// release returns a pooled request once its writer has read the outcome.
+// The committer is done with it: it sets the outcome before it signals
+// done and touches the request no more.
+func (r *request) release() {
+	*r = request{done: r.done, pooled: true}
+	requests.Put(r)
+}
+
+// finish tells the writer that the outcome is set.
+func (r *request) finish() {
+	if r.pooled {
+		r.done <- struct{}{}
+		return
+	}
+	close(r.done)
 }
 
 // maxBatch bounds a group commit.
@@ -61,7 +92,9 @@ func (s *Store) enqueue(r *request) error {
 	if f := s.failed.Load(); f != nil {
 		return fmt.Errorf("%w: %w", ErrFailed, *f)
 	}
-	r.done = make(chan struct{})
+	if !r.pooled {
+		r.done = make(chan struct{})
+	}
 	s.closeMu.RLock()
 	if s.closed {
 		s.closeMu.RUnlock()
@@ -449,7 +482,7 @@ func (s *Store) commit() {
 	if f := s.failed.Load(); f != nil {
 		for _, r := range g.reqs {
 			r.err = fmt.Errorf("%w: %w", ErrFailed, *f)
-			close(r.done)
+			r.finish()
 		}
 		return
 	}
@@ -520,7 +553,7 @@ type group struct {
 // ack answers every request of g.
 func (s *Store) ack(g *group) {
 	for _, r := range g.reqs {
-		close(r.done)
+		r.finish()
 	}
 }
 
@@ -532,7 +565,7 @@ func (s *Store) fail(g *group, err error) {
 			r.err = fmt.Errorf("%w: %w", ErrFailed, err)
 		}
 		r.res = TxnResult{}
-		close(r.done)
+		r.finish()
 	}
 }
 
