@@ -1,6 +1,7 @@
 package killtest
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"hash/maphash"
@@ -288,20 +289,7 @@ func zeroOver(b []byte, op fileOp) bool {
 	return true
 }
 
-func allZero(b []byte) bool {
-	for len(b) >= 8 {
-		if binary.LittleEndian.Uint64(b) != 0 {
-			return false
-		}
-		b = b[8:]
-	}
-	for _, c := range b {
-		if c != 0 {
-			return false
-		}
-	}
-	return true
-}
+func allZero(b []byte) bool { return len(bytes.TrimLeft(b, "\x00")) == 0 }
 
 // machineStates enumerates the states a machine crash leaves now, or, past
 // limit, a seeded sample of limit of them. sampled reports the latter.
