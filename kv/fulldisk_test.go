@@ -36,11 +36,12 @@ func TestFullDisk(t *testing.T) {
 		wantTorn bool
 	}{
 		{
-			// With preallocation (the default) the space of a segment is
-			// reserved when it is created: writes go on into the reserved
-			// space, and ENOSPC comes from fallocate at the next rotation,
-			// never from the middle of a record.
-			name: "fallocate at rotation",
+			// With preallocation (the default) log space is reserved a
+			// step ahead of the records (here a quarter of the 4 KiB
+			// segment): writes go on into the reserved space, and ENOSPC
+			// comes from fallocate at the next step, never from the
+			// middle of a record.
+			name: "fallocate a step ahead",
 			opts: kv.Options{SegmentSize: 4096, CheckpointBytes: -1},
 			rule: func(op vfs.Op) error {
 				if op.Kind == vfs.OpPreallocate {
@@ -48,7 +49,7 @@ func TestFullDisk(t *testing.T) {
 				}
 				return nil
 			},
-			fullAt: 10, wantAcked: 20,
+			fullAt: 10, wantAcked: 5,
 		},
 		{
 			name: "write without preallocation",

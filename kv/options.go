@@ -103,7 +103,8 @@ type Options struct {
 	Bug recovery.Bug
 }
 
-// preallocStep is how far ahead of the writer log space is reserved.
+// preallocStep is how far ahead of the writer log space is reserved, at
+// most.
 const preallocStep = 1 << 20
 
 func (o *Options) fs() vfs.FS {
@@ -153,7 +154,11 @@ func (o *Options) walOptions() wal.Options {
 	if !o.NoPreallocate {
 		w.Preallocate = preallocStep
 		if o.SegmentSize > 0 {
-			w.Preallocate = min(preallocStep, o.SegmentSize)
+			// A segment takes at least four steps, so that reservations
+			// happen part way through one, as they do every MiB of the
+			// default 64 MiB segments, also in the small segments of
+			// the crash checkers.
+			w.Preallocate = min(preallocStep, max(o.SegmentSize/4, wal.SectorSize))
 		}
 	}
 	return w
