@@ -514,7 +514,11 @@ func (s *Store) commit() {
 	case s.opts.Sync.kind == syncAlways && s.opts.Bug != recovery.BugNoSync:
 		// The sync runs in the committer: the next group gathers in the
 		// channel meanwhile, and a lone writer pays no hand-off on top of
-		// its fdatasync.
+		// its fdatasync. The flusher puts the earlier groups' changes in
+		// the ordered tree during the sync, while the writers wait and the
+		// processors are idle; left for a checkpoint's clone, 64 MiB of
+		// puts held every reader and writer for 0.24 s.
+		s.kickFlush()
 		start := time.Now()
 		err := s.w.Sync()
 		s.lastSync = time.Since(start)

@@ -399,6 +399,10 @@ func (m *Map) DeleteLater(key []byte) {
 	}
 }
 
+// Unflushed returns the number of changes LoadLater, DeleteLater and
+// evacuations left for the ordered tree, which the next Flush takes in.
+func (m *Map) Unflushed() int { return len(m.later) }
+
 // Flush applies the changes LoadLater and DeleteLater left for the
 // ordered tree: each key changed gets its current state from the index.
 func (m *Map) Flush() {
