@@ -518,7 +518,9 @@ func (s *Store) commit() {
 		// the ordered tree during the sync, while the writers wait and the
 		// processors are idle; left for a checkpoint's clone, 64 MiB of
 		// puts held every reader and writer for 0.24 s.
-		s.kickFlush()
+		if len(g.changes) <= flushWakeMax {
+			s.kickFlush()
+		}
 		start := time.Now()
 		err := s.w.Sync()
 		s.lastSync = time.Since(start)
@@ -586,13 +588,31 @@ func (s *Store) kickFlush() {
 // and the committer read, and the insertion into the tree (a descent with
 // a cache miss or two per level) happens while the next group syncs.
 // Scan and checkpoints take a clone, which flushes what is left.
+//
+// It takes the changes in parts, letting go of the lock between them, so
+// that a backlog (big transactions do not wake it) holds up Get and the
+// committer for a part at a time.
 func (s *Store) flusher() {
 	for range s.flush {
-		s.mu.Lock()
-		s.m.Flush()
-		s.mu.Unlock()
+		for left := 1; left > 0; {
+			s.mu.Lock()
+			left = s.m.FlushSome(flushPart)
+			s.mu.Unlock()
+		}
 	}
 }
+
+// flushPart is how many changes the flusher takes in under one hold of
+// the lock: about a millisecond's work.
+const flushPart = 1024
+
+// flushWakeMax is the largest group after which the committer wakes the
+// flusher. Changes that came in smaller groups go into the tree at a cost
+// hidden by the sync; those of a bulk load (1,000-put transactions) cost
+// it more one part at a time than in one pass at the next checkpoint
+// (3.9-4.2 s against 2.9-3.1 s for 1M keys), so they wait for it, or for
+// the next small group.
+const flushWakeMax = 256
 
 // apply makes a group's changes visible to readers.
 func (s *Store) apply(changes []staged, rev Revision) {

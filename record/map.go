@@ -405,27 +405,35 @@ func (m *Map) Unflushed() int { return len(m.later) }
 
 // Flush applies the changes LoadLater and DeleteLater left for the
 // ordered tree: each key changed gets its current state from the index.
-func (m *Map) Flush() {
+func (m *Map) Flush() { m.FlushSome(len(m.later)) }
+
+// FlushSome is Flush for at most n of the waiting changes, so that a
+// caller holding a lock can let go of it between parts. It returns the
+// number still waiting. Each change takes its key's current state, so
+// the changes may go in any order.
+func (m *Map) FlushSome(n int) int {
 	m.settle()
 	if m.t == nil {
 		if m.pending == nil {
 			m.later = m.later[:0] // Build reads the index
-			return
+			return 0
 		}
 		if !m.pending.ready() {
-			return // later waits for the tree
+			return 0 // later waits for the tree
 		}
 		m.Build()
 	}
-	for _, p := range m.later {
+	k := max(len(m.later)-n, 0)
+	for _, p := range m.later[k:] {
 		if cur := m.idx.get(refKey(p)); cur != nil {
 			m.t.ReplaceOrInsert(cur)
 		} else {
 			m.t.Delete(p)
 		}
 	}
-	clear(m.later)
-	m.later = m.later[:0]
+	clear(m.later[k:])
+	m.later = m.later[:k]
+	return k
 }
 
 // Reserve sizes an empty map's hash index for n keys, as when loading a

@@ -483,7 +483,16 @@ func TestLater(t *testing.T) {
 				eager.Delete(k)
 				lazy.DeleteLater(k)
 			case 4:
-				lazy.Flush()
+				if rapid.Bool().Draw(t, "whole") {
+					lazy.Flush()
+					break
+				}
+				// A part, newest first, as the store's flusher takes them.
+				before := lazy.Unflushed()
+				n := rapid.IntRange(0, 4).Draw(t, "part")
+				if left := lazy.FlushSome(n); left != max(before-n, 0) || lazy.Unflushed() != left {
+					t.Fatalf("FlushSome(%d) of %d: %d left, Unflushed %d", n, before, left, lazy.Unflushed())
+				}
 			case 5:
 				clones = append(clones, lazy.Clone())
 				want = append(want, dump(t, eager))
