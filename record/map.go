@@ -405,12 +405,13 @@ func (m *Map) Unflushed() int { return len(m.later) }
 
 // Flush applies the changes LoadLater and DeleteLater left for the
 // ordered tree: each key changed gets its current state from the index.
-func (m *Map) Flush() { m.FlushSome(len(m.later)) }
+func (m *Map) Flush() { m.FlushSome(math.MaxInt) }
 
 // FlushSome is Flush for at most n of the waiting changes, so that a
 // caller holding a lock can let go of it between parts. It returns the
-// number still waiting. Each change takes its key's current state, so
-// the changes may go in any order.
+// number a further call would take in; 0 also while the changes wait for
+// a tree BuildAsync has not finished. Each change takes its key's
+// current state, so the changes may go in any order.
 func (m *Map) FlushSome(n int) int {
 	m.settle()
 	if m.t == nil {
