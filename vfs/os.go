@@ -155,8 +155,12 @@ func (f *osFile) Sync() error {
 	return nil
 }
 
-// WillNeed asks the kernel to read the whole file into the page cache in
-// the background (posix_fadvise WILLNEED).
+// WillNeed asks the kernel to start reading the file into the page cache
+// in the background (posix_fadvise WILLNEED over the whole file). Linux
+// starts only about the device's read-ahead size of it (read_ahead_kb):
+// on the machine the store is measured on, 8 MiB of a 256 MiB file were
+// in the page cache a second later. The rest comes from the kernel's
+// read-ahead for sequential reads, which the readers' large reads start.
 func (f *osFile) WillNeed() {
 	_ = unix.Fadvise(int(f.f.Fd()), 0, 0, unix.FADV_WILLNEED)
 }

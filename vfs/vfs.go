@@ -58,8 +58,9 @@ type FS interface {
 
 // WillNeed tells the file system that f is about to be read whole, from
 // the start, so that the reading can run ahead of the reader (on the OS,
-// posix_fadvise WILLNEED). It is a hint: where a File cannot take it, as in
-// memory or through the fault injector, it does nothing.
+// posix_fadvise WILLNEED, which starts the first few MiB). It is a hint:
+// where a File cannot take it, as in memory or through the fault
+// injector, it does nothing.
 func WillNeed(f File) {
 	if w, ok := f.(interface{ WillNeed() }); ok {
 		w.WillNeed()
