@@ -31,12 +31,48 @@ type inode struct {
 	// Files.
 	data    []byte
 	durable []byte
+	// pending lists the changes to data since the last sync, in order,
+	// which the next Sync applies to durable: the kernel's dirty pages.
+	pending []memOp
 	// Directories.
 	entries        map[string]*inode
 	durableEntries map[string]*inode
 	// Locks.
 	shared    int
 	exclusive bool
+}
+
+// memOp is a change to a file's data not yet synced: a write of the bytes
+// [off, off+n), or a size change to n (truncate, preallocate).
+type memOp struct {
+	size   bool
+	off, n int64
+}
+
+// syncData makes the pending changes of n durable, with the contents
+// the file holds now.
+func (n *inode) syncData() {
+	d := n.durable
+	for _, op := range n.pending {
+		switch {
+		case op.size && op.n <= int64(len(d)):
+			d = d[:op.n:op.n]
+		case op.size:
+			d = append(d, make([]byte, op.n-int64(len(d)))...)
+		default:
+			end := op.off + op.n
+			if end > int64(len(d)) {
+				d = append(d, make([]byte, end-int64(len(d)))...)
+			}
+			// The page cache holds the latest bytes; a part of the range
+			// truncated away since writes nothing.
+			if op.off < int64(len(n.data)) {
+				copy(d[op.off:end], n.data[op.off:min(end, int64(len(n.data)))])
+			}
+		}
+	}
+	n.durable = slices.Clone(d)
+	n.pending = nil
 }
 
 func newDir() *inode {
@@ -241,6 +277,29 @@ func (m *MemFS) Lock(name string, exclusive bool) (File, error) {
 	return &memFile{fs: m, n: n, name: name, writable: true, lock: true, exclusive: exclusive}, nil
 }
 
+// DropDirty models a failed fdatasync of the file name as ext4 and XFS
+// handle one: the file's unsynced writes stay in the page cache, so that
+// every read in this boot returns them, but they are marked clean: no
+// later Sync writes them (unless they are written again), and CrashClone
+// does not have them. Size changes (Truncate, Preallocate) are metadata,
+// which the file system's journal commits later: they stay pending.
+func (m *MemFS) DropDirty(name string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n, err := m.lookup("fdatasync", name)
+	if err != nil {
+		return err
+	}
+	keep := n.pending[:0]
+	for _, op := range n.pending {
+		if op.size {
+			keep = append(keep, op)
+		}
+	}
+	n.pending = keep
+	return nil
+}
+
 // CrashClone returns a new MemFS holding only what is durable in m: the
 // durable entries of every directory and the durable contents of every
 // file. Locks are not carried over, as after a reboot.
@@ -263,9 +322,9 @@ func (m *MemFS) clone(durableOnly bool) *MemFS {
 		if c, ok := seen[n]; ok {
 			return c
 		}
-		c := &inode{isDir: n.isDir, data: slices.Clone(n.data), durable: slices.Clone(n.durable)}
+		c := &inode{isDir: n.isDir, data: slices.Clone(n.data), durable: slices.Clone(n.durable), pending: slices.Clone(n.pending)}
 		if durableOnly {
-			c.data = slices.Clone(n.durable)
+			c.data, c.pending = slices.Clone(n.durable), nil
 		}
 		seen[n] = c
 		if n.isDir {
@@ -341,6 +400,7 @@ func (f *memFile) WriteAt(p []byte, off int64) (int, error) {
 		f.n.data = append(f.n.data, make([]byte, end-int64(len(f.n.data)))...)
 	}
 	copy(f.n.data[off:], p)
+	f.n.pending = append(f.n.pending, memOp{off: off, n: int64(len(p))})
 	return len(p), nil
 }
 
@@ -357,7 +417,7 @@ func (f *memFile) Sync() error {
 		}
 		return nil
 	}
-	f.n.durable = slices.Clone(f.n.data)
+	f.n.syncData()
 	return nil
 }
 
@@ -375,6 +435,7 @@ func (f *memFile) Truncate(size int64) error {
 	} else {
 		f.n.data = append(f.n.data, make([]byte, size-int64(len(f.n.data)))...)
 	}
+	f.n.pending = append(f.n.pending, memOp{size: true, n: size})
 	return nil
 }
 
@@ -392,6 +453,7 @@ func (f *memFile) Preallocate(off, n int64) error {
 	}
 	if end := off + n; end > int64(len(f.n.data)) {
 		f.n.data = append(f.n.data, make([]byte, end-int64(len(f.n.data)))...)
+		f.n.pending = append(f.n.pending, memOp{size: true, n: end})
 	}
 	return nil
 }
