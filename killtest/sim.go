@@ -172,9 +172,19 @@ func (m *fsModel) apply(e vfs.Event) error {
 		}
 		n.pending = nil
 	case "fdatasync-failed":
-		// The kernel dropped the dirty pages: these writes never reach the
-		// disk, and a later sync does not bring them back.
-		m.node(e.Inode).pending = nil
+		// The kernel marked the dirty pages clean: these writes never
+		// reach the disk, and a later sync does not bring them back,
+		// though every read in this boot returns them. Size changes
+		// (truncate, preallocate) are the file system's metadata, which
+		// its journal commits later: they stay pending.
+		n := m.node(e.Inode)
+		var keep []fileOp
+		for _, op := range n.pending {
+			if op.kind != "write" {
+				keep = append(keep, op)
+			}
+		}
+		n.pending = keep
 	case "fsync":
 		if path.Clean(e.Path) == m.dir {
 			m.durable = maps(m.cur)

@@ -2,8 +2,8 @@ package killtest
 
 import (
 	"bufio"
-	"bytes"
 	_ "embed"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sort"
@@ -98,49 +98,98 @@ func submitAll(s *kv.Store, ops []kv.Op, rec *vfs.Recorder) error {
 	return nil
 }
 
+// maxReopens bounds how often a traced program reopens its store after a
+// failure (the fsync-failure model fails one sync per run).
+const maxReopens = 3
+
 // recoverProgram is the traced program of the recovery workloads: open the
 // store (recovery), print the map (the article's "ack" events, one per key,
-// which are not promises about operations), close.
+// which are not promises about operations), close. When the open fails (a
+// failed sync, under the fsync-failure model) it opens again, as a user
+// would, in the same boot.
 func recoverProgram(fsys vfs.FS, dir string, opts kv.Options, rec *vfs.Recorder) error {
 	s, err := kv.Open(dir, &opts)
+	for try := 0; err != nil && try < maxReopens; try++ {
+		s, err = kv.Open(dir, &opts)
+	}
 	if err != nil {
 		return err
 	}
-	n := 0
 	for range s.Scan(nil, nil) {
-		n++
 		rec.Ack(0)
 	}
-	_ = n
 	return s.Close()
 }
 
+// reopener keeps a traced program going after its store failed: it
+// closes the store and opens it again in the same boot (the page cache,
+// with whatever a failed fdatasync left in it, survives), and says how
+// many of the program's operations the store holds.
+type reopener struct {
+	dir  string
+	opts kv.Options
+	s    *kv.Store
+	rev0 kv.Revision // the revision before the first operation
+	n    int         // reopens so far
+}
+
+func openReopener(dir string, opts kv.Options) (*reopener, error) {
+	s, err := kv.Open(dir, &opts)
+	if err != nil {
+		return nil, err
+	}
+	return &reopener{dir: dir, opts: opts, s: s, rev0: s.Revision()}, nil
+}
+
+// reopen reopens after err, and returns the number of operations the
+// reopened store holds: the program goes on with the next one.
+func (r *reopener) reopen(err error) (int, error) {
+	if !errors.Is(err, kv.ErrFailed) || r.n >= maxReopens {
+		return 0, err
+	}
+	r.n++
+	r.s.Close() // fails too: the store is fail-stop
+	s, oerr := kv.Open(r.dir, &r.opts)
+	if oerr != nil {
+		return 0, fmt.Errorf("%w; reopening: %w", err, oerr)
+	}
+	r.s = s
+	return int(s.Revision() - r.rev0), nil
+}
+
 // writesProgram is the traced program of the write workloads: one
-// synchronous write at a time, each issued and acknowledged.
+// synchronous write at a time, each issued and acknowledged. After a
+// failed write it reopens the store in the same boot and goes on from the
+// first operation the store does not hold.
 func writesProgram(ops []kv.Op) Program {
 	return func(fsys vfs.FS, dir string, opts kv.Options, rec *vfs.Recorder) error {
-		s, err := kv.Open(dir, &opts)
+		r, err := openReopener(dir, opts)
 		if err != nil {
 			return err
 		}
-		for i, op := range ops {
+		for i := 0; i < len(ops); {
 			rec.Issue(i + 1)
-			if _, _, err := s.Submit(op).Wait(); err != nil {
-				s.Close()
-				return fmt.Errorf("operation %d: %w", i+1, err)
+			if _, _, err := r.s.Submit(ops[i]).Wait(); err != nil {
+				if i, err = r.reopen(fmt.Errorf("operation %d: %w", i+1, err)); err != nil {
+					r.s.Close()
+					return err
+				}
+				continue
 			}
 			rec.Ack(i + 1)
+			i++
 		}
-		return s.Close()
+		return r.s.Close()
 	}
 }
 
 // pipelinedProgram submits the operations in waves of 1 to 8 without
 // waiting inside a wave, so that they share group commits, and the waves
-// race the background checkpoints that the small options start.
+// race the background checkpoints that the small options start. After a
+// failed write it reopens the store, as writesProgram does.
 func pipelinedProgram(ops []kv.Op, seed uint64) Program {
 	return func(fsys vfs.FS, dir string, opts kv.Options, rec *vfs.Recorder) error {
-		s, err := kv.Open(dir, &opts)
+		r, err := openReopener(dir, opts)
 		if err != nil {
 			return err
 		}
@@ -154,18 +203,29 @@ func pipelinedProgram(ops []kv.Op, seed uint64) Program {
 			var ps []inflight
 			for j := 0; j < wave; j++ {
 				rec.Issue(i + 1)
-				ps = append(ps, inflight{i + 1, s.Submit(ops[i])})
+				ps = append(ps, inflight{i + 1, r.s.Submit(ops[i])})
 				i++
 			}
+			var failed error
 			for _, f := range ps {
 				if _, _, err := f.p.Wait(); err != nil {
-					s.Close()
-					return fmt.Errorf("operation %d: %w", f.n, err)
+					if failed == nil {
+						failed = fmt.Errorf("operation %d: %w", f.n, err)
+					}
+					continue
 				}
-				rec.Ack(f.n)
+				if failed == nil {
+					rec.Ack(f.n)
+				}
+			}
+			if failed != nil {
+				if i, err = r.reopen(failed); err != nil {
+					r.s.Close()
+					return err
+				}
 			}
 		}
-		return s.Close()
+		return r.s.Close()
 	}
 }
 
@@ -229,7 +289,8 @@ func Workloads(n int, seed uint64) ([]Workload, error) {
 // WorkloadNames lists the workloads Workloads returns.
 func WorkloadNames() []string { return []string{"recovery", "torn-recovery", "writes", "checkpoint"} }
 
-// tornTail cuts the newest segment of s in the middle of its last record.
+// tornTail cuts the newest segment of s in the middle of its last data
+// record ("add d 7"), as a power loss during its write would.
 func tornTail(s State) (State, error) {
 	var newest string
 	for n := range s {
@@ -240,16 +301,24 @@ func tornTail(s State) (State, error) {
 	if newest == "" {
 		return nil, fmt.Errorf("killtest: no segment to tear")
 	}
-	b := s[newest]
-	end := bytes.LastIndex(b, []byte("d")) // inside the last record, "add d 7"
-	if end < 0 {
-		end = len(b) - 5
+	fsys, err := memFS(dataDir, s)
+	if err != nil {
+		return nil, err
+	}
+	seg, _ := wal.ParseSegmentName(newest)
+	var last wal.Record
+	rd := &wal.Reader{FS: fsys, Dir: dataDir}
+	if _, err := rd.Scan(seg, true, func(r wal.Record) error { last = r; return nil }); err != nil {
+		return nil, err
+	}
+	if last.Offset == 0 {
+		return nil, fmt.Errorf("killtest: no record to tear in %s", newest)
 	}
 	out := State{}
 	for k, v := range s {
 		out[k] = v
 	}
-	out[newest] = b[:end]
+	out[newest] = s[newest][:(last.Offset+last.End())/2]
 	return out, nil
 }
 

@@ -126,14 +126,21 @@ func (s *Store) control(f func() error) error {
 	return <-errc
 }
 
-// Sync makes every acknowledged write durable. Under Always it has nothing
-// to do; under Interval and Never it is the way to wait for durability.
+// Sync makes every acknowledged write durable (under Always it has nothing
+// to sync; under Interval and Never it is the way to wait for durability),
+// and marks the log so that a read-only open in another process sees
+// every write acknowledged so far. The store marks it by itself once it
+// has been idle for a millisecond.
 func (s *Store) Sync() error {
 	return s.control(func() error {
 		if f := s.failed.Load(); f != nil {
 			return fmt.Errorf("%w: %w", ErrFailed, *f)
 		}
 		if err := s.w.Sync(); err != nil {
+			s.failStop(err)
+			return err
+		}
+		if err := s.w.Mark(); err != nil {
 			s.failStop(err)
 			return err
 		}

@@ -174,6 +174,11 @@ func (s *Store) run() {
 	if s.ckptAtStart {
 		s.startCheckpoint()
 	}
+	// idle fires once the committer has had nothing to do for markDelay
+	// after a commit: then it marks the log (see mark).
+	idle := time.NewTimer(time.Hour)
+	idle.Stop()
+	defer idle.Stop()
 	for {
 		select {
 		case r := <-s.reqs:
@@ -181,6 +186,11 @@ func (s *Store) run() {
 			s.take(r)
 			s.gather()
 			s.commit()
+			idle.Reset(markDelay)
+		case <-idle.C:
+			if s.failed.Load() == nil {
+				s.mark()
+			}
 		case f := <-s.ctl:
 			f()
 		case err := <-s.ckpt:
@@ -189,6 +199,8 @@ func (s *Store) run() {
 			if s.failed.Load() == nil {
 				if err := s.w.Sync(); err != nil {
 					s.failStop(err)
+				} else {
+					s.mark()
 				}
 			}
 		case <-s.quit:
@@ -681,6 +693,24 @@ func (s *Store) appendLog(payloads [][]byte) error {
 	s.stats.groups.Add(1)
 	return nil
 }
+
+// mark tells readers in other processes how far the log is durable (a
+// mark record, not synced: see wal.Writer.Mark), once the committer has
+// had nothing to do for markDelay. A read-only open shows only the
+// records a later record claims durable: without marks, a reader beside
+// an idle writer would never see the writer's last group. A busy writer
+// needs none: each group's records claim the sync before them.
+func (s *Store) mark() {
+	if err := s.w.Mark(); err != nil {
+		s.failStop(err)
+	}
+}
+
+// markDelay is how long the committer waits, idle, before it marks the
+// log: long enough that a writer that commits one write after another
+// adds no mark between them, short enough that a reader in another
+// process sees a write soon after the writer went idle.
+const markDelay = time.Millisecond
 
 // failStop records the first write or sync failure; from then on every
 // write returns ErrFailed.

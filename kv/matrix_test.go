@@ -211,7 +211,7 @@ func prepareMatrix(tb testing.TB, lay matrixLayout) *matrixDir {
 func frameStarts(b []byte) ([]int64, int64) {
 	var starts []int64
 	off := int64(0)
-	for off+wal.HeaderSize <= int64(len(b)) && b[off+8] != 0 {
+	for off+wal.HeaderSize <= int64(len(b)) && b[off] != 0 {
 		starts = append(starts, off)
 		off += wal.HeaderSize + int64(binary.LittleEndian.Uint32(b[off+4:]))
 	}

@@ -71,7 +71,27 @@ func (r *Report) Clean() bool {
 // anything and without a lock. Unlike Recover it does not stop at the first
 // problem: it reports each damaged file with the offset of its first bad
 // byte. The error is for failures to read at all.
+//
+// Check may run beside a live writer: a report with a problem is made
+// again when the directory changed while it was made (see Recover).
 func Check(fsys vfs.FS, dir string) (*Report, error) {
+	rep, err := whileStable(fsys, dir, func() (*Report, error) {
+		rep, err := checkOnce(fsys, dir)
+		if err == nil && !rep.Clean() {
+			return rep, errUnclean
+		}
+		return rep, err
+	})
+	if errors.Is(err, errUnclean) {
+		return rep, nil
+	}
+	return rep, err
+}
+
+// errUnclean makes whileStable look again at a report with problems.
+var errUnclean = errors.New("recovery: problems found")
+
+func checkOnce(fsys vfs.FS, dir string) (*Report, error) {
 	rep := &Report{Dir: dir}
 	m := record.NewMap()
 	err := snapshot.Read(fsys, dir,

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"path"
+	"strings"
 	"time"
 
 	"github.com/kvstore/kv/record"
@@ -20,7 +21,10 @@ type Options struct {
 	// may create.
 	WAL wal.Options
 	// ReadOnly recovers in memory and writes nothing: no checkpoint, no
-	// deletion, no writer.
+	// deletion, no writer. It shows only what is durable: records in the
+	// newest segment past the highest offset any of its records claims
+	// synced are left out (Result.Unvouched counts them), since they may
+	// exist in the page cache alone.
 	ReadOnly bool
 	// Logger receives a summary of the recovery; nil discards it.
 	Logger *slog.Logger
@@ -51,6 +55,10 @@ type Result struct {
 	Replayed      int
 	ReplayedBytes int64
 	Segments      []wal.SegmentNum
+	// Unvouched counts the records of the newest segment that a read-only
+	// open left out because no record claims them durable yet (see
+	// Options.ReadOnly).
+	Unvouched int
 	// Torn is set when the newest segment ended in crash damage, cut at
 	// TornOffset of TornSegment.
 	Torn        bool
@@ -79,7 +87,19 @@ type Result struct {
 // no file in dir was changed. Recover is idempotent: a crash at any point
 // of it, followed by another Recover, gives the same map as one Recover
 // without a crash.
+//
+// A read-only Recover may run beside a live writer, which rotates
+// segments, publishes snapshots and deletes covered segments while it
+// reads: when an attempt fails and the directory changed meanwhile, it
+// starts again, so that a healthy directory is never reported damaged.
 func Recover(fsys vfs.FS, dir string, opts Options) (*Result, error) {
+	if opts.ReadOnly {
+		return whileStable(fsys, dir, func() (*Result, error) { return recoverOnce(fsys, dir, opts) })
+	}
+	return recoverOnce(fsys, dir, opts)
+}
+
+func recoverOnce(fsys vfs.FS, dir string, opts Options) (*Result, error) {
 	start := time.Now()
 	log := opts.Logger
 	if log == nil {
@@ -170,7 +190,25 @@ func Recover(fsys vfs.FS, dir string, opts Options) (*Result, error) {
 	for i, s := range live {
 		newest := i == len(live)-1
 		file := wal.SegmentPath(dir, s)
+		// A read-only open shows only what is durable: in the newest
+		// segment, the records that end where a later record (a mark, if
+		// nothing else) claims the segment synced. The others may be in
+		// the page cache alone: a live writer's group whose fdatasync
+		// has not returned, a crashed process's last writes, or pages a
+		// failed fdatasync left behind, which a power loss takes back.
+		limit := int64(-1)
+		if newest && opts.ReadOnly {
+			info, err := rd.Scan(s, true, nil)
+			if err != nil {
+				return nil, err
+			}
+			limit = info.Synced
+		}
 		info, err := rd.Scan(s, newest, func(r wal.Record) error {
+			if limit >= 0 && r.End() > limit {
+				res.Unvouched++
+				return nil
+			}
 			return rp.add(file, r.Offset, r.Payload)
 		})
 		// The records waiting come before whatever stopped the scan: a
@@ -245,7 +283,7 @@ func Recover(fsys vfs.FS, dir string, opts Options) (*Result, error) {
 		if len(live) == 0 {
 			w, err = wal.Create(fsys, dir, covered+1, opts.WAL)
 		} else {
-			w, err = wal.OpenAppend(fsys, dir, last.Segment, last.End, opts.WAL)
+			w, err = wal.OpenAppend(fsys, dir, last, opts.WAL)
 		}
 		if err != nil {
 			return nil, err
@@ -274,7 +312,7 @@ func sealAndNext(fsys vfs.FS, dir string, opts Options, last wal.SegmentInfo) (*
 	// A seal found already in place is synced too: it may be only in the
 	// page cache of the crashed process that wrote it.
 	if opts.Bug != BugTornAsCorrupt || last.Sealed {
-		if err := wal.SealTail(fsys, dir, last.Segment, last.End, last.Sealed); err != nil {
+		if err := wal.SealTail(fsys, dir, last); err != nil {
 			return nil, err
 		}
 	}
@@ -469,4 +507,40 @@ func (r *replayer) drain() error {
 		}
 	}
 	return nil
+}
+
+// shape is what a writer's checkpoint changes in a directory: the names
+// in it and the snapshot's first record.
+type shape struct {
+	names string
+	meta  snapshot.Meta
+}
+
+func shapeOf(fsys vfs.FS, dir string) shape {
+	names, _ := fsys.List(dir)
+	meta, _ := snapshot.ReadMeta(fsys, dir)
+	return shape{names: strings.Join(names, "/"), meta: meta}
+}
+
+// stableAttempts bounds the attempts of whileStable.
+const stableAttempts = 20
+
+// whileStable runs read, which reads dir without the lock, and runs it
+// again when it fails and the directory's shape changed while it ran: a
+// writer rotated, checkpointed or deleted what read was about to open.
+// An error from a directory that did not change is the directory's.
+func whileStable[T any](fsys vfs.FS, dir string, read func() (T, error)) (T, error) {
+	var v T
+	var err error
+	for range stableAttempts {
+		before := shapeOf(fsys, dir)
+		if v, err = read(); err == nil {
+			return v, nil
+		}
+		if shapeOf(fsys, dir) == before {
+			return v, err
+		}
+	}
+	return v, fmt.Errorf("recovery: %s changed under every one of %d attempts to read it (a live writer checkpointing without pause): %w",
+		dir, stableAttempts, err)
 }

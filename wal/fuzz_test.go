@@ -44,7 +44,7 @@ func FuzzScan(f *testing.F) {
 		f.Add(append(bytes.Clone(b[:len(b)-24]), make([]byte, 100)...))              // seal lost
 		f.Add(append(bytes.Clone(b[:len(b)-24]), bytes.Repeat([]byte{0xff}, 64)...)) // seal torn
 		hole := bytes.Clone(b)
-		clear(hole[40:100]) // a lost page before synced records
+		clear(hole[48:100]) // a lost page before synced records
 		f.Add(hole)
 	}
 

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"flag"
-	"hash/crc32"
 	"os"
 	"path/filepath"
 	"testing"
@@ -21,13 +20,16 @@ const goldenSegment = "testdata/segment.golden"
 // goldenPayloads are the data records of the golden segment.
 var goldenPayloads = [][]byte{[]byte("put alpha=1"), []byte("put beta=22"), []byte("del alpha")}
 
+// goldenSalt is the golden segment's salt; a real segment's is random.
+const goldenSalt = 0x0123456789abcdef
+
 // writeGolden writes the golden segment with the Writer on an in-memory
 // file system: the header, one record, a sync, two records in one Append,
 // and the seal that Rotate writes.
 func writeGolden(tb testing.TB) []byte {
 	tb.Helper()
 	fsys := newFS(tb)
-	w, err := wal.Create(fsys, testDir, 1, wal.Options{})
+	w, err := wal.Create(fsys, testDir, 1, wal.WithSalt(wal.Options{}, goldenSalt))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -83,16 +85,17 @@ func TestGoldenSegmentLayout(t *testing.T) {
 		Synced  uint64
 		Payload string
 	}
-	// Offsets by hand: header record 24+16 = 40 bytes, then 24 bytes of
-	// header per record plus its payload. The first data record was
-	// written before any sync (synced 0); the next two after the sync of
-	// the first 75 bytes, and so was the seal.
+	// Offsets by hand: header record 24+24 = 48 bytes, then 24 bytes of
+	// header per record plus its payload. Create synced the header, so
+	// the first data record claims its 48 bytes durable; the next two
+	// were written after the sync of the first 83 bytes, and so was the
+	// seal.
 	want := []field{
-		{Offset: 0, Type: 1, Synced: 0, Payload: "KVWL\x01\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00"},
-		{Offset: 40, Type: 2, Synced: 0, Payload: "put alpha=1"},
-		{Offset: 75, Type: 2, Synced: 75, Payload: "put beta=22"},
-		{Offset: 110, Type: 2, Synced: 75, Payload: "del alpha"},
-		{Offset: 143, Type: 3, Synced: 75, Payload: ""},
+		{Offset: 0, Type: 1, Synced: 0, Payload: "KVWL\x02\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00\xef\xcd\xab\x89\x67\x45\x23\x01"},
+		{Offset: 48, Type: 2, Synced: 48, Payload: "put alpha=1"},
+		{Offset: 83, Type: 2, Synced: 83, Payload: "put beta=22"},
+		{Offset: 118, Type: 2, Synced: 83, Payload: "del alpha"},
+		{Offset: 151, Type: 3, Synced: 83, Payload: ""},
 	}
 	var got []field
 	off := 0
@@ -101,35 +104,38 @@ func TestGoldenSegmentLayout(t *testing.T) {
 			t.Fatalf("offset %d: %d bytes left, less than a record header", off, len(b)-off)
 		}
 		h := b[off : off+24]
-		crc := binary.LittleEndian.Uint32(h[0:4])
+		typ := h[0]
+		reserved := h[1:4]
 		length := int(binary.LittleEndian.Uint32(h[4:8]))
-		typ := h[8]
-		reserved := h[9:12]
-		seg := binary.LittleEndian.Uint32(h[12:16])
-		synced := binary.LittleEndian.Uint64(h[16:24])
+		synced := binary.LittleEndian.Uint64(h[8:16])
+		hcrc := binary.LittleEndian.Uint32(h[16:20])
+		crc := binary.LittleEndian.Uint32(h[20:24])
 		if off+24+length > len(b) {
 			t.Fatalf("offset %d: length %d past the end of the file", off, length)
 		}
-		payload := b[off+24 : off+24+length]
-		if sum := crc32.Checksum(b[off+4:off+24+length], crc32.MakeTable(crc32.Castagnoli)); sum != crc {
-			t.Errorf("offset %d: CRC field %#08x, CRC-32C of bytes [4, 24+len) is %#08x", off, crc, sum)
-		}
+		stored := b[off+24 : off+24+length]
 		if !bytes.Equal(reserved, []byte{0, 0, 0}) {
 			t.Errorf("offset %d: reserved bytes % x, want zeros", off, reserved)
 		}
-		if seg != 1 {
-			t.Errorf("offset %d: segment %d, want 1", off, seg)
+		if sum := saltedCRC(goldenSalt, h[0:16]); sum != hcrc {
+			t.Errorf("offset %d: header CRC field %#08x, CRC-32C of the salt and bytes [0, 16) is %#08x", off, hcrc, sum)
 		}
-		if typ == 1 {
-			// The segment header payload: magic, version, zero, segment.
-			if length != 16 {
-				t.Fatalf("offset %d: header payload of %d bytes, want 16", off, length)
+		if sum := saltedCRC(goldenSalt, h[0:20], stored); sum != crc {
+			t.Errorf("offset %d: record CRC field %#08x, CRC-32C of the salt, bytes [0, 20) and the payload is %#08x", off, crc, sum)
+		}
+		payload := stored
+		switch typ {
+		case 1:
+			// The segment header payload: magic, version, zero, segment,
+			// salt; stored as is.
+			if length != 24 {
+				t.Fatalf("offset %d: header payload of %d bytes, want 24", off, length)
 			}
 			if m := string(payload[0:4]); m != "KVWL" {
 				t.Errorf("magic %q, want KVWL", m)
 			}
-			if v := binary.LittleEndian.Uint16(payload[4:6]); v != 1 {
-				t.Errorf("version %d, want 1", v)
+			if v := binary.LittleEndian.Uint16(payload[4:6]); v != 2 {
+				t.Errorf("version %d, want 2", v)
 			}
 			if z := binary.LittleEndian.Uint16(payload[6:8]); z != 0 {
 				t.Errorf("reserved uint16 %d, want 0", z)
@@ -137,6 +143,15 @@ func TestGoldenSegmentLayout(t *testing.T) {
 			if s := binary.LittleEndian.Uint64(payload[8:16]); s != 1 {
 				t.Errorf("header names segment %d, want 1", s)
 			}
+			if s := binary.LittleEndian.Uint64(payload[16:24]); s != goldenSalt {
+				t.Errorf("salt %#x, want %#x", s, uint64(goldenSalt))
+			}
+		case 2:
+			// A data payload is stored scrambled: none of it may show.
+			if bytes.Contains(b, []byte("alpha")) {
+				t.Errorf("the segment holds a payload's bytes in the clear")
+			}
+			payload = scramble(goldenSalt, stored)
 		}
 		got = append(got, field{Offset: off, Type: typ, Synced: synced, Payload: string(payload)})
 		off += 24 + length
@@ -144,8 +159,8 @@ func TestGoldenSegmentLayout(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("records of %s (-want +got):\n%s", goldenSegment, diff)
 	}
-	if len(b) != 167 {
-		t.Errorf("%s has %d bytes, want 167", goldenSegment, len(b))
+	if len(b) != 175 {
+		t.Errorf("%s has %d bytes, want 175", goldenSegment, len(b))
 	}
 
 	// The package reads it the same way.
@@ -157,8 +172,8 @@ func TestGoldenSegmentLayout(t *testing.T) {
 	if diff := cmp.Diff(recordsFor(1, goldenPayloads), recs); diff != "" {
 		t.Errorf("Scan of %s (-want +got):\n%s", goldenSegment, diff)
 	}
-	if !info.Sealed || info.End != 167 {
-		t.Errorf("Scan of %s: %+v, want sealed with End 167", goldenSegment, info)
+	if !info.Sealed || info.End != 175 || info.Synced != 83 {
+		t.Errorf("Scan of %s: %+v, want sealed with End 175 and Synced 83", goldenSegment, info)
 	}
 }
 
@@ -170,11 +185,11 @@ func TestFrameMatchesWriter(t *testing.T) {
 		t.Fatal(err)
 	}
 	var want []byte
-	want = append(want, frame(typeHeader, 1, 0, headerPayload("KVWL", 1, 1))...)
-	want = append(want, frame(typeData, 1, 0, goldenPayloads[0])...)
-	want = append(want, frame(typeData, 1, 75, goldenPayloads[1])...)
-	want = append(want, frame(typeData, 1, 75, goldenPayloads[2])...)
-	want = append(want, frame(typeSeal, 1, 75, nil)...)
+	want = append(want, frame(typeHeader, goldenSalt, 0, headerPayload("KVWL", 2, 1, goldenSalt))...)
+	want = append(want, frame(typeData, goldenSalt, 48, goldenPayloads[0])...)
+	want = append(want, frame(typeData, goldenSalt, 83, goldenPayloads[1])...)
+	want = append(want, frame(typeData, goldenSalt, 83, goldenPayloads[2])...)
+	want = append(want, frame(typeSeal, goldenSalt, 83, nil)...)
 	if !bytes.Equal(want, b) {
 		t.Errorf("frame disagrees with %s (-want +got):\n%s", goldenSegment, cmp.Diff(hex.Dump(want), hex.Dump(b)))
 	}

@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"io"
 
 	"github.com/kvstore/kv/vfs"
@@ -14,8 +15,11 @@ import (
 type Record struct {
 	Segment SegmentNum
 	Offset  int64  // byte offset of the record header in the segment
-	Payload []byte // valid only until the callback returns
+	Payload []byte // the caller's bytes, valid only until the callback returns
 }
+
+// End returns the offset just past the record.
+func (r Record) End() int64 { return r.Offset + HeaderSize + int64(len(r.Payload)) }
 
 // SegmentInfo says what Scan found in one segment.
 type SegmentInfo struct {
@@ -25,11 +29,24 @@ type SegmentInfo struct {
 	// the valid prefix, and where a writer appends.
 	End     int64
 	Records int  // data records
+	Marks   int  // mark records
 	Sealed  bool // a seal record ends the segment
+	// Synced is the highest synced offset a valid record claims: its
+	// writer had seen an fdatasync of the segment up to there return.
+	// The bytes before it are durable; the records after it may be only
+	// in the page cache (of a live writer, or of a process that crashed,
+	// or pages a failed fdatasync left behind, which the kernel no longer
+	// writes back).
+	Synced int64
+	// DataEnd is the offset just past the last valid record that is not a
+	// mark: what lies between DataEnd and End is marks alone, which carry
+	// nothing that must be durable.
+	DataEnd int64
 	// Torn reports that bytes after End are damage a crash can leave in
 	// the newest segment: an incomplete record, a record failing its
-	// checksum, or leftovers of writes that were never synced. Zeros alone
-	// after End are not torn: they are preallocated or never written.
+	// checksum where a crash zeroed part of it, or leftovers of writes
+	// that were never synced. Zeros alone after End are not torn: they
+	// are preallocated or never written.
 	Torn bool
 	// TornReason says what was found at End when Torn is set.
 	TornReason string
@@ -37,9 +54,8 @@ type SegmentInfo struct {
 
 // Reader reads segments. It reads a segment a window at a time (4 MiB, or
 // one record when a record is bigger), with a buffer reused from one Scan
-// to the next: a replay holds one window in memory, not a segment. Only
-// damage at the end of the newest segment has the rest of the segment
-// read whole, to judge it.
+// to the next: a scan holds a window and a record in memory, never a
+// segment, and takes time linear in the segment's size, damaged or not.
 type Reader struct {
 	FS  vfs.FS
 	Dir string
@@ -47,7 +63,8 @@ type Reader struct {
 	// DefaultMaxRecordSize. A longer length field is damage.
 	MaxRecordSize int
 	buf           []byte
-	window        int // 0: scanWindow (tests make it tiny)
+	payload       []byte // the unscrambled payload handed to the callback
+	window        int    // 0: scanWindow (tests make it tiny)
 }
 
 // Scan reads segment seg and calls fn with each data record in order.
@@ -55,10 +72,10 @@ type Reader struct {
 // When newest is false the segment is sealed: it must start with its
 // header, hold only valid records and end with a seal record (zeros may
 // follow it). When newest is true, damage at the end is crash damage and is
-// reported in SegmentInfo.Torn, unless a later valid record proves that the
-// damaged bytes had been synced before it was written: then, as for any
-// damage in a sealed segment, Scan returns a *CorruptError matching
-// ErrCorrupt with the file and the offset of the first bad byte.
+// reported in SegmentInfo.Torn, unless it has a shape no crash leaves (see
+// FORMAT.md, "Torn tail or corruption"): then, as for any damage in a
+// sealed segment, Scan returns a *CorruptError matching ErrCorrupt with the
+// file and the offset of the first bad byte.
 //
 // An error returned by fn stops the scan and is returned as is.
 func (r *Reader) Scan(seg SegmentNum, newest bool, fn func(Record) error) (SegmentInfo, error) {
@@ -80,8 +97,9 @@ func (r *Reader) Scan(seg SegmentNum, newest bool, fn func(Record) error) (Segme
 		maxRec = DefaultMaxRecordSize
 	}
 	src := &fileSource{f: f, name: name, size: info.Size, buf: r.buf, window: int64(cmp.Or(r.window, scanWindow))}
-	defer func() { r.buf = src.buf[:0] }()
-	return scan(name, seg, src, newest, maxRec, info, fn)
+	sc := &scanner{name: name, seg: seg, src: src, maxRec: maxRec, payload: r.payload}
+	defer func() { r.buf, r.payload = src.buf[:0], sc.payload[:0] }()
+	return sc.scan(newest, info, fn)
 }
 
 // source is a segment's bytes as scan reads them.
@@ -134,66 +152,102 @@ func (s *fileSource) at(off int64, n int) ([]byte, error) {
 
 // scanBytes applies the rules of Scan to the contents b of a segment.
 func scanBytes(name string, seg SegmentNum, b []byte, newest bool, maxRec int, info SegmentInfo, fn func(Record) error) (SegmentInfo, error) {
-	return scan(name, seg, memSource(b), newest, maxRec, info, fn)
+	sc := &scanner{name: name, seg: seg, src: memSource(b), maxRec: maxRec}
+	return sc.scan(newest, info, fn)
+}
+
+// scanner reads one segment.
+type scanner struct {
+	name    string
+	seg     SegmentNum
+	src     source
+	maxRec  int
+	key     *segKey
+	payload []byte
 }
 
 // scan applies the rules of Scan to the segment src holds.
-func scan(name string, seg SegmentNum, src source, newest bool, maxRec int, info SegmentInfo, fn func(Record) error) (SegmentInfo, error) {
-	size := src.len()
-	off := int64(0)
-	reason := ""
+func (sc *scanner) scan(newest bool, info SegmentInfo, fn func(Record) error) (SegmentInfo, error) {
+	size := sc.src.len()
+	hb, err := sc.src.at(0, firstRecord)
+	if err != nil {
+		return info, err
+	}
+	k, reason, err := parseSegmentHeader(sc.name, sc.seg, hb)
+	if err != nil {
+		return info, err
+	}
+	if reason != "" {
+		return sc.headerDamage(newest, info, reason)
+	}
+	sc.key = k
+	off := int64(firstRecord)
+	info.End, info.DataEnd = off, off
 	for off < size {
-		b, err := src.at(off, HeaderSize)
+		b, err := sc.src.at(off, HeaderSize)
 		if err != nil {
 			return info, err
 		}
-		if len(b) == HeaderSize {
-			// Read as much as the header claims, within bounds: a record
-			// whose length field is damage fails parseRecord as it would
-			// with the whole segment in hand.
-			if n := int64(binary.LittleEndian.Uint32(b[4:])); n <= int64(maxRec) {
-				if b, err = src.at(off, HeaderSize+int(n)); err != nil {
-					return info, err
-				}
-			}
-		}
-		var p parsed
-		p, reason = parseRecord(b, seg, maxRec)
-		if reason != "" {
+		if len(b) < HeaderSize {
+			reason = "incomplete record header"
 			break
 		}
-		if p.synced > off {
-			return info, corruptf(name, off, "record claims %d bytes synced before its own offset", p.synced)
+		var h header
+		if h, reason = parseHeader(b, k); reason != "" {
+			break
+		}
+		if h.length > sc.maxRec {
+			// The header is this writer's: not damage, a record this
+			// reader was told to refuse.
+			return info, corruptf(sc.name, off, "record of %d bytes, over the maximum record size %d", h.length, sc.maxRec)
+		}
+		if h.synced > off {
+			return info, corruptf(sc.name, off, "record claims %d bytes synced before its own offset", h.synced)
+		}
+		if b, err = sc.src.at(off, HeaderSize+h.length); err != nil {
+			return info, err
+		}
+		if len(b) < HeaderSize+h.length {
+			reason = "incomplete record"
+			break
+		}
+		if reason = checkRecord(b, k); reason != "" {
+			break
 		}
 		switch {
 		case info.Sealed:
-			return info, corruptf(name, off, "%s record after the seal", p.typ)
-		case off == 0:
-			if p.typ != TypeHeader {
-				return info, corruptf(name, 0, "segment does not start with a header record")
-			}
-			if err := checkSegmentHeader(name, seg, p.payload); err != nil {
-				return info, err
-			}
-		case p.typ == TypeHeader:
-			return info, corruptf(name, off, "second header record")
-		case p.typ == TypeSeal:
-			if len(p.payload) != 0 {
-				return info, corruptf(name, off, "seal record with a payload")
+			return info, corruptf(sc.name, off, "%s record after the seal", h.typ)
+		case h.typ == TypeSeal:
+			if h.length != 0 {
+				return info, corruptf(sc.name, off, "seal record with a payload")
 			}
 			info.Sealed = true
+		case h.typ == TypeMark:
+			if h.length != 0 {
+				return info, corruptf(sc.name, off, "mark record with a payload")
+			}
+			info.Marks++
 		default:
 			info.Records++
 			if fn != nil {
-				if err := fn(Record{Segment: seg, Offset: off, Payload: p.payload}); err != nil {
+				if cap(sc.payload) < h.length || sc.payload == nil {
+					sc.payload = make([]byte, max(h.length, 64))
+				}
+				p := sc.payload[:h.length]
+				k.scramble(p, b[HeaderSize:])
+				if err := fn(Record{Segment: sc.seg, Offset: off, Payload: p}); err != nil {
 					return info, err
 				}
 			}
 		}
-		off += int64(p.size)
+		info.Synced = max(info.Synced, h.synced)
+		off += int64(HeaderSize + h.length)
 		info.End = off
+		if h.typ != TypeMark {
+			info.DataEnd = off
+		}
 	}
-	zero, err := zerosFrom(src, off)
+	zero, err := zerosFrom(sc.src, off)
 	if err != nil {
 		return info, err
 	}
@@ -201,7 +255,7 @@ func scan(name string, seg SegmentNum, src source, newest bool, maxRec int, info
 		// A clean end, or zeros: preallocated space, or writes that a crash
 		// lost entirely. Only the newest segment may end unsealed.
 		if !newest && !info.Sealed {
-			return info, corruptf(name, off, "sealed segment ends without a seal record (cut short)")
+			return info, corruptf(sc.name, off, "sealed segment ends without a seal record (cut short)")
 		}
 		return info, nil
 	}
@@ -209,15 +263,107 @@ func scan(name string, seg SegmentNum, src source, newest bool, maxRec int, info
 		if info.Sealed {
 			reason = "bytes after the seal record"
 		}
-		return info, corruptf(name, off, "%s", reason)
+		return info, corruptf(sc.name, off, "%s", reason)
 	}
-	// Damage at the end of the newest segment: judging it takes the rest
-	// of the segment in hand.
-	b, err := src.at(0, int(size))
+	return sc.judge(off, reason, info)
+}
+
+// parseSegmentHeader checks the segment header record at the start of b
+// (its first firstRecord bytes, or fewer when the file is shorter). It
+// returns the segment's key; or a reason when the bytes are not a valid
+// header record (damage, judged by the caller); or an error for a valid
+// record that names another version or segment.
+func parseSegmentHeader(name string, seg SegmentNum, b []byte) (*segKey, string, error) {
+	if isV1Header(b) {
+		return nil, "", versionError(name, 1)
+	}
+	if len(b) < firstRecord {
+		return nil, "incomplete segment header", nil
+	}
+	if RecordType(b[0]) != TypeHeader || b[1]|b[2]|b[3] != 0 || binary.LittleEndian.Uint32(b[4:]) != segmentHeaderSize {
+		return nil, "segment does not start with a header record", nil
+	}
+	p := b[HeaderSize:firstRecord]
+	k := keyFor(binary.LittleEndian.Uint64(p[16:]))
+	if k.headerCRC(b) != binary.LittleEndian.Uint32(b[16:]) || k.recordCRC(b[:firstRecord]) != binary.LittleEndian.Uint32(b[20:]) {
+		return nil, "segment header checksum mismatch", nil
+	}
+	if !bytes.Equal(p[:4], segmentMagic[:]) {
+		return nil, "", corruptf(name, 0, "bad segment header magic")
+	}
+	// The magic and version sit at the same offsets in every version.
+	if v := binary.LittleEndian.Uint16(p[4:]); v != Version {
+		return nil, "", versionError(name, v)
+	}
+	if binary.LittleEndian.Uint16(p[6:]) != 0 || binary.LittleEndian.Uint64(b[8:]) != 0 {
+		return nil, "", corruptf(name, 0, "reserved segment header bytes not zero")
+	}
+	if s := SegmentNum(binary.LittleEndian.Uint64(p[8:])); s != seg {
+		return nil, "", corruptf(name, 0, "segment header names segment %s", s)
+	}
+	return k, "", nil
+}
+
+func versionError(name string, v uint16) error {
+	return &CorruptError{Err: ErrVersion, File: name, Offset: 0,
+		Reason: fmt.Sprintf("segment format version %d, this build reads version %d", v, Version)}
+}
+
+// isV1Header reports whether b starts with a valid header record of
+// format version 1, whose record header held the CRC first (of bytes
+// [4, 40)), then the length (16), the type (1) at byte 8, and whose
+// payload held the magic and the version at the offsets of today's.
+func isV1Header(b []byte) bool {
+	return len(b) >= 40 && b[8] == byte(TypeHeader) && binary.LittleEndian.Uint32(b[4:]) == 16 &&
+		bytes.Equal(b[24:28], segmentMagic[:]) && binary.LittleEndian.Uint16(b[28:]) == 1 &&
+		crc32.Checksum(b[4:40], castagnoli) == binary.LittleEndian.Uint32(b)
+}
+
+// headerPrefix reports whether b, shorter than a segment header record,
+// matches one as far as it goes (the checksums and the salt unknown).
+func headerPrefix(seg SegmentNum, b []byte) bool {
+	var want [firstRecord]byte
+	want[0] = byte(TypeHeader)
+	binary.LittleEndian.PutUint32(want[4:], segmentHeaderSize)
+	copy(want[HeaderSize:], segmentMagic[:])
+	binary.LittleEndian.PutUint16(want[HeaderSize+4:], Version)
+	binary.LittleEndian.PutUint64(want[HeaderSize+8:], uint64(seg))
+	for i, c := range b {
+		known := i < 16 || (i >= HeaderSize && i < HeaderSize+16)
+		if known && c != want[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// headerDamage judges a segment whose header record is not valid. The
+// header is made durable before any other record is written (Create syncs
+// it), so a crash leaves it whole, missing (zeros, or an empty file), or,
+// in a file shorter than a header record, cut short; anything else is not
+// a segment of this store's, or is damaged.
+func (sc *scanner) headerDamage(newest bool, info SegmentInfo, reason string) (SegmentInfo, error) {
+	zero, err := zerosFrom(sc.src, 0)
 	if err != nil {
 		return info, err
 	}
-	return judgeTail(name, seg, b, int(off), reason, maxRec, info)
+	if !newest {
+		return info, corruptf(sc.name, 0, "%s", reason)
+	}
+	if zero {
+		return info, nil
+	}
+	if size := sc.src.len(); size < firstRecord {
+		b, err := sc.src.at(0, int(size))
+		if err != nil {
+			return info, err
+		}
+		if headerPrefix(sc.seg, b) {
+			info.Torn, info.TornReason = true, reason
+			return info, nil
+		}
+	}
+	return info, corruptf(sc.name, 0, "%s: not a segment header this store wrote (a crash leaves a segment header whole, zeroed or cut short)", reason)
 }
 
 // zerosFrom reports whether the segment holds only zeros from off on.
@@ -235,93 +381,107 @@ func zerosFrom(src source, off int64) (bool, error) {
 	return true, nil
 }
 
-// judgeTail decides whether the damage at off, at the end of the newest
-// segment b, is crash damage (info.Torn) or corruption.
-func judgeTail(name string, seg SegmentNum, b []byte, off int, reason string, maxRec int, info SegmentInfo) (SegmentInfo, error) {
-	// Damage at the end of the newest segment is crash damage unless a
-	// later valid record was written when these bytes were already synced,
-	// or the damage has a shape no crash leaves.
-	next := len(b) // the first valid record after the damage
-	for p := off + 1; p+HeaderSize <= len(b); p++ {
-		q, bad := parseRecord(b[p:], seg, maxRec)
-		if bad != "" {
-			continue
-		}
-		if q.synced > int64(off) {
-			return info, corruptf(name, int64(off),
-				"%s, but the record at offset %d was written after offset %d was synced", reason, p, q.synced)
-		}
-		if next == len(b) {
-			next = p
-		}
-	}
-	end := next
-	if next == len(b) {
-		if n, ok := extent(b[off:], seg, maxRec); ok {
-			end = off + n // the damaged record ends before the file does
-		}
-	}
-	if end < len(b) && !hasZeroSector(b, off, end) {
-		return info, corruptf(name, int64(off),
-			"%s, and bytes %d to %d are all present with no zeroed sector: a crash loses writes, it does not alter them", reason, off, end)
-	}
-	info.Torn = true
-	info.TornReason = reason
-	return info, nil
-}
-
-func checkSegmentHeader(name string, seg SegmentNum, p []byte) error {
-	if len(p) != segmentHeaderSize || !bytes.Equal(p[:4], segmentMagic[:]) {
-		return corruptf(name, 0, "bad segment header magic")
-	}
-	if v := binary.LittleEndian.Uint16(p[4:]); v != Version {
-		return &CorruptError{Err: ErrVersion, File: name, Offset: 0,
-			Reason: fmt.Sprintf("segment format version %d, this build reads version %d", v, Version)}
-	}
-	if binary.LittleEndian.Uint16(p[6:]) != 0 {
-		return corruptf(name, 0, "reserved segment header bytes not zero")
-	}
-	if s := SegmentNum(binary.LittleEndian.Uint64(p[8:])); s != seg {
-		return corruptf(name, 0, "segment header names segment %s", s)
-	}
-	return nil
-}
-
-// SectorSize is the unit in which a crash can lose a write: the newest
-// segment's damaged bytes must include a run of zeros covering the part of
-// a 512-byte-aligned sector that falls inside them, or reach the end of
-// the file, to be taken for crash damage. Part of the on-disk format's
-// rules.
+// SectorSize is the unit in which a crash can lose a write: crash damage
+// in the newest segment must include a sector that reads as zeros (see
+// judge). Part of the on-disk format's rules.
 const SectorSize = 512
 
-// hasZeroSector reports whether some 512-byte-aligned sector's
-// intersection with b[from:to] is all zeros.
-func hasZeroSector(b []byte, from, to int) bool {
-	for start := from; start < to; {
-		end := min((start/SectorSize+1)*SectorSize, to)
-		if allZero(b[start:end]) {
-			return true
+// judge decides whether the damage at off, at the end of the newest
+// segment, is crash damage (info.Torn) or corruption. The rules are
+// FORMAT.md's "Torn tail or corruption"; each branch names its rule. It
+// reads the rest of the segment once, a window at a time.
+func (sc *scanner) judge(off int64, reason string, info SegmentInfo) (SegmentInfo, error) {
+	size := sc.src.len()
+	// Rule 2: a later record whose header this segment's writer wrote,
+	// claiming that bytes past off were synced, proves them durable; no
+	// crash damages durable bytes. The claim is in the header, which its
+	// own checksum protects, so the rest of that record need not be
+	// whole. Headers are checked at every offset, a few bytes each.
+	next := int64(-1) // the first such header after off
+	const step = 1 << 20
+	for base := off + 1; base+HeaderSize <= size; base += step {
+		b, err := sc.src.at(base, step+HeaderSize-1)
+		if err != nil {
+			return info, err
 		}
-		start = end
+		for i := 0; i+HeaderSize <= len(b) && i < step; i++ {
+			if b[i] < byte(TypeData) || b[i] > byte(maxType) || b[i+1]|b[i+2]|b[i+3] != 0 {
+				continue
+			}
+			h, bad := parseHeader(b[i:], sc.key)
+			if bad != "" {
+				continue
+			}
+			p := base + int64(i)
+			if h.synced > off {
+				return info, corruptf(sc.name, off,
+					"%s, but the record at offset %d was written when the segment was synced up to offset %d, past the damage (rule 2)", reason, p, h.synced)
+			}
+			if next < 0 {
+				next = p
+			}
+		}
 	}
-	return false
+
+	// Rule 3: the damaged record itself must look like what a crash
+	// leaves.
+	b, err := sc.src.at(off, HeaderSize)
+	if err != nil {
+		return info, err
+	}
+	if len(b) < HeaderSize {
+		// 3a: the file ends inside a record header.
+		if plausible(b) {
+			return sc.torn(info, reason)
+		}
+		return info, corruptf(sc.name, off, "%s, and the %d bytes left are not the start of a record (rule 3a)", reason, len(b))
+	}
+	end := off + HeaderSize // the span a crash must have zeroed part of
+	if h, bad := parseHeader(b, sc.key); bad == "" {
+		if off+int64(HeaderSize+h.length) > size {
+			// 3b: the header is intact and the file ends before the
+			// record does: the write was cut short.
+			return sc.torn(info, reason)
+		}
+		end = off + int64(HeaderSize+h.length)
+	}
+	if next >= 0 {
+		end = min(end, next)
+	}
+	// 3c: a crash loses whole sectors and never alters a byte it keeps:
+	// some sector that holds part of the damaged span must read as zeros,
+	// from the span's start or the sector's, to the sector's end or the
+	// end of the file. Data payloads are stored scrambled, so a value's
+	// zeros never read as zeros on disk.
+	for s := off / SectorSize * SectorSize; s < end; s += SectorSize {
+		from := max(s, off)
+		z, err := sc.src.at(from, int(s+SectorSize-from))
+		if err != nil {
+			return info, err
+		}
+		if allZero(z) {
+			return sc.torn(info, reason)
+		}
+	}
+	// 3d: or the file ended inside the record, at the end of a write
+	// that was durable, and grew later (the log reserves space ahead of
+	// itself): the record's last bytes and everything after it are zeros.
+	if next < 0 && end > off+HeaderSize {
+		if z, err := sc.src.at(end-1, 1); err != nil {
+			return info, err
+		} else if z[0] == 0 {
+			if rest, err := zerosFrom(sc.src, end); err != nil {
+				return info, err
+			} else if rest {
+				return sc.torn(info, reason)
+			}
+		}
+	}
+	return info, corruptf(sc.name, off,
+		"%s, and no sector of bytes %d to %d reads as zeros: a crash loses writes, it does not alter them (rule 3)", reason, off, end)
 }
 
-// extent returns the length of the record at the start of b as its header
-// claims it, when the header is plausible (a valid type, zero reserved
-// bytes, this segment, a length within bounds) and the record fits in b.
-func extent(b []byte, seg SegmentNum, maxRec int) (int, bool) {
-	if len(b) < HeaderSize {
-		return 0, false
-	}
-	t := RecordType(b[8])
-	if t == TypeInvalid || t > maxType || b[9] != 0 || b[10] != 0 || b[11] != 0 ||
-		SegmentNum(binary.LittleEndian.Uint32(b[12:])) != seg&maxSegment {
-		return 0, false
-	}
-	n := int64(binary.LittleEndian.Uint32(b[4:]))
-	if n > int64(maxRec) || HeaderSize+n > int64(len(b)) {
-		return 0, false
-	}
-	return HeaderSize + int(n), true
+func (sc *scanner) torn(info SegmentInfo, reason string) (SegmentInfo, error) {
+	info.Torn, info.TornReason = true, reason
+	return info, nil
 }

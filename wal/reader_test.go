@@ -89,8 +89,14 @@ func TestScanTornTail(t *testing.T) {
 			if len(got) != len(wantRecs) || !isPrefix(wantRecs, got) {
 				t.Errorf("newest: records (-want +got):\n%s", cmp.Diff(wantRecs, got))
 			}
+			// Every record was written after the one before it was
+			// synced: the last one kept claims its own offset.
+			wantSynced := int64(0)
+			if n := len(wantRecs); n > 0 {
+				wantSynced = wantRecs[n-1].Offset
+			}
 			wantInfo := wal.SegmentInfo{Segment: 1, Size: int64(tc.cut), End: wantEnd, Records: len(wantRecs),
-				Torn: !allZero(b[wantEnd:])}
+				Torn: !allZero(b[wantEnd:]), Synced: wantSynced, DataEnd: wantEnd}
 			if wantInfo.Torn {
 				wantInfo.TornReason = info.TornReason // any reason, but one
 				if info.TornReason == "" {
@@ -140,7 +146,8 @@ func TestScanCorruption(t *testing.T) {
 	if int64(len(orig)) != 4096 || !allZero(orig[sealEnd:]) {
 		t.Fatalf("fixture: %d bytes, want 4096 with zeros after the seal at %d", len(orig), sealOff)
 	}
-	syncedAt := func(b []byte, off int64) uint64 { return binary.LittleEndian.Uint64(b[off+16:]) }
+	syncedAt := func(b []byte, off int64) uint64 { return binary.LittleEndian.Uint64(b[off+8:]) }
+	salt := saltOf(orig)
 	intact := scanWant{off: sealEnd, records: 10, sealed: true}
 	corruptAt := func(off int64) scanWant { return scanWant{err: wal.ErrCorrupt, off: off} }
 
@@ -159,81 +166,96 @@ func TestScanCorruption(t *testing.T) {
 		},
 		{
 			name:    "valid data record after the seal",
-			corrupt: func(b []byte) { copy(b[sealEnd:], frame(typeData, 1, uint64(sealEnd), []byte("late"))) },
+			corrupt: func(b []byte) { copy(b[sealEnd:], frame(typeData, salt, uint64(sealEnd), []byte("late"))) },
 			newest:  corruptAt(sealEnd), sealed: corruptAt(sealEnd),
 		},
 		{
-			name: "record with a foreign segment number",
-			corrupt: func(b []byte) {
-				binary.LittleEndian.PutUint32(b[offs[4]+12:], 2)
-				recrc(b, offs[4])
-			},
-			newest: corruptAt(offs[4]), sealed: corruptAt(offs[4]),
+			name:    "record of another segment (another salt)",
+			corrupt: func(b []byte) { copy(b[offs[4]:], frame(typeData, salt+1, syncedAt(b, offs[4]), ps[4])) },
+			newest:  corruptAt(offs[4]), sealed: corruptAt(offs[4]),
 		},
 		{
 			name: "second header record",
 			corrupt: func(b []byte) {
-				copy(b[offs[7]:], frame(typeHeader, 1, syncedAt(b, offs[7]), headerPayload("KVWL", 1, 1)))
+				copy(b[offs[7]:], frame(typeHeader, salt, syncedAt(b, offs[7]), headerPayload("KVWL", 2, 1, salt)[:16]))
 			},
 			newest: corruptAt(offs[7]), sealed: corruptAt(offs[7]),
 		},
 		{
 			name:    "wrong magic",
-			corrupt: func(b []byte) { copy(b[recHeaderSize:], "KVWX"); recrc(b, 0) },
+			corrupt: func(b []byte) { copy(b[recHeaderSize:], "KVWX"); recrcHeader(b) },
 			newest:  corruptAt(0), sealed: corruptAt(0),
 		},
 		{
-			name:    "version 2",
-			corrupt: func(b []byte) { binary.LittleEndian.PutUint16(b[recHeaderSize+4:], 2); recrc(b, 0) },
+			name:    "version 3",
+			corrupt: func(b []byte) { binary.LittleEndian.PutUint16(b[recHeaderSize+4:], 3); recrcHeader(b) },
 			newest:  scanWant{err: wal.ErrVersion}, sealed: scanWant{err: wal.ErrVersion},
 		},
 		{
 			name:    "version 0",
-			corrupt: func(b []byte) { binary.LittleEndian.PutUint16(b[recHeaderSize+4:], 0); recrc(b, 0) },
+			corrupt: func(b []byte) { binary.LittleEndian.PutUint16(b[recHeaderSize+4:], 0); recrcHeader(b) },
+			newest:  scanWant{err: wal.ErrVersion}, sealed: scanWant{err: wal.ErrVersion},
+		},
+		{
+			name:    "a version 1 segment",
+			corrupt: func(b []byte) { copy(b, v1Header(1)); clear(b[40:offs[0]]) },
 			newest:  scanWant{err: wal.ErrVersion}, sealed: scanWant{err: wal.ErrVersion},
 		},
 		{
 			name:    "reserved bytes of the segment header set",
-			corrupt: func(b []byte) { b[recHeaderSize+6] = 1; recrc(b, 0) },
+			corrupt: func(b []byte) { b[recHeaderSize+6] = 1; recrcHeader(b) },
+			newest:  corruptAt(0), sealed: corruptAt(0),
+		},
+		{
+			name:    "segment header claims bytes synced",
+			corrupt: func(b []byte) { b[8] = 1; recrcHeader(b) },
 			newest:  corruptAt(0), sealed: corruptAt(0),
 		},
 		{
 			name:    "segment header names another segment",
-			corrupt: func(b []byte) { binary.LittleEndian.PutUint64(b[recHeaderSize+8:], 2); recrc(b, 0) },
+			corrupt: func(b []byte) { binary.LittleEndian.PutUint64(b[recHeaderSize+8:], 2); recrcHeader(b) },
 			newest:  corruptAt(0), sealed: corruptAt(0),
 		},
 		{
 			name:    "first record is not a header",
-			corrupt: func(b []byte) { copy(b, frame(typeData, 1, 0, headerPayload("KVWL", 1, 1))) },
+			corrupt: func(b []byte) { copy(b, frame(typeData, salt, 0, headerPayload("KVWL", 2, 1, salt))) },
 			newest:  corruptAt(0), sealed: corruptAt(0),
 		},
 		{
 			name: "record claims bytes past its own offset synced",
 			corrupt: func(b []byte) {
-				binary.LittleEndian.PutUint64(b[offs[3]+16:], uint64(offs[3]+1))
-				recrc(b, offs[3])
+				binary.LittleEndian.PutUint64(b[offs[3]+8:], uint64(offs[3]+1))
+				recrc(b, offs[3], salt)
 			},
 			newest: corruptAt(offs[3]), sealed: corruptAt(offs[3]),
 		},
 		{
 			name:    "reserved record header bytes set",
-			corrupt: func(b []byte) { b[offs[2]+10] = 1; recrc(b, offs[2]) },
+			corrupt: func(b []byte) { b[offs[2]+2] = 1; recrc(b, offs[2], salt) },
 			newest:  corruptAt(offs[2]), sealed: corruptAt(offs[2]),
 		},
 		{
 			name:    "record type 0",
-			corrupt: func(b []byte) { b[offs[5]+8] = 0; recrc(b, offs[5]) },
+			corrupt: func(b []byte) { b[offs[5]] = 0; recrc(b, offs[5], salt) },
 			newest:  corruptAt(offs[5]), sealed: corruptAt(offs[5]),
 		},
 		{
-			name:    "record type 4",
-			corrupt: func(b []byte) { b[offs[5]+8] = 4; recrc(b, offs[5]) },
+			name:    "record type 5",
+			corrupt: func(b []byte) { b[offs[5]] = 5; recrc(b, offs[5], salt) },
 			newest:  corruptAt(offs[5]), sealed: corruptAt(offs[5]),
 		},
 		{
-			name:    "length past the maximum",
+			name:    "length past the maximum, checksums broken",
 			corrupt: func(b []byte) { binary.LittleEndian.PutUint32(b[offs[1]+4:], wal.DefaultMaxRecordSize+1) },
 			newest:  corruptAt(offs[1]), sealed: corruptAt(offs[1]),
+		},
+		{
+			name: "length past the maximum, checksums intact",
+			corrupt: func(b []byte) {
+				binary.LittleEndian.PutUint32(b[offs[1]+4:], wal.DefaultMaxRecordSize+1)
+				binary.LittleEndian.PutUint32(b[offs[1]+16:], saltedCRC(salt, b[offs[1]:offs[1]+16]))
+			},
+			newest: corruptAt(offs[1]), sealed: corruptAt(offs[1]),
 		},
 		{
 			name:    "length past the end of the file",
@@ -243,7 +265,14 @@ func TestScanCorruption(t *testing.T) {
 		{
 			name: "seal record with a payload",
 			corrupt: func(b []byte) {
-				copy(b[offs[9]:], frame(typeSeal, 1, syncedAt(b, offs[9]), make([]byte, len(ps[9]))))
+				copy(b[offs[9]:], frame(typeSeal, salt, syncedAt(b, offs[9]), make([]byte, len(ps[9]))))
+			},
+			newest: corruptAt(offs[9]), sealed: corruptAt(offs[9]),
+		},
+		{
+			name: "mark record with a payload",
+			corrupt: func(b []byte) {
+				copy(b[offs[9]:], frame(typeMark, salt, syncedAt(b, offs[9]), make([]byte, len(ps[9]))))
 			},
 			newest: corruptAt(offs[9]), sealed: corruptAt(offs[9]),
 		},
@@ -361,9 +390,8 @@ func TestScanDamageBeforeLastRecord(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if err := w.Close(); err != nil {
-					t.Fatal(err)
-				}
+				// No Close: its sync and the mark after it would prove
+				// the records synced.
 				return recordOffsets(pos.Offset, ps)
 			},
 			torn: true,
@@ -414,10 +442,13 @@ func TestScanAlteredNotLost(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// Read before Close, whose sync and mark would prove every
+		// record synced.
+		b := readSegment(t, fsys, 1)
 		if err := w.Close(); err != nil {
 			t.Fatal(err)
 		}
-		return readSegment(t, fsys, 1), recordOffsets(pos.Offset, ps)
+		return b, recordOffsets(pos.Offset, ps)
 	}
 	const big, final = 5, 6 // the 1500-byte record, and the record after it
 	// firstSector returns the first sector boundary past the header of the
@@ -429,11 +460,30 @@ func TestScanAlteredNotLost(t *testing.T) {
 		cutAt    int // record index: cut the file at its end; -1: keep it all
 		damage   int // record index
 		alter    func(b []byte, off, end int64)
-		torn     bool // else corrupt
+		cut      int64 // then cut this many bytes off the end of the file
+		torn     bool  // else corrupt
 	}{
 		{
+			// All its bytes are there, the file ends where the record
+			// does: a crash that cut the file would have cut the record.
 			name: "byte flipped in the last record, the file ends with it", cutAt: -1, damage: final,
-			alter: func(b []byte, off, end int64) { b[end-1] ^= 1 }, torn: true,
+			alter: func(b []byte, off, end int64) { b[end-1] ^= 1 },
+		},
+		{
+			name: "byte flipped in the last record's payload, the file ends with it", cutAt: -1, damage: final,
+			alter: func(b []byte, off, end int64) { b[off+recHeaderSize] ^= 1 },
+		},
+		{
+			name: "byte flipped in the last record's header, the file ends with it", cutAt: -1, damage: final,
+			alter: func(b []byte, off, end int64) { b[off+4] ^= 1 },
+		},
+		{
+			name: "last record cut short, the file ends inside it", cutAt: -1, damage: final,
+			alter: func(b []byte, off, end int64) {}, cut: 3, torn: true,
+		},
+		{
+			name: "last record cut inside its header", cutAt: -1, damage: final,
+			alter: func(b []byte, off, end int64) {}, cut: int64(len("after")) + recHeaderSize - 10, torn: true,
 		},
 		{
 			name: "byte flipped in the last record, preallocated zeros after", prealloc: 8192, cutAt: -1, damage: final,
@@ -468,16 +518,33 @@ func TestScanAlteredNotLost(t *testing.T) {
 			},
 		},
 		{
+			// A file that ended inside the record, at a durable write's
+			// end, and grew later by preallocation: rule 3d.
 			name: "last record zeroed from mid-sector, preallocated zeros after", prealloc: 8192, cutAt: big, damage: big,
 			alter: func(b []byte, off, end int64) {
 				// From the middle of the sector holding the record's end.
 				sector := (end - 1) / wal.SectorSize * wal.SectorSize
 				clear(b[sector+(end-sector)/2 : end])
 			},
+			torn: true,
 		},
 		{
+			name: "last record zeroed from mid-sector, then a byte that is not zero", prealloc: 8192, cutAt: big, damage: big,
+			alter: func(b []byte, off, end int64) {
+				sector := (end - 1) / wal.SectorSize * wal.SectorSize
+				clear(b[sector+(end-sector)/2 : end])
+				b[end+100] = 1
+			},
+		},
+		{
+			// The header's own checksum tells a damaged header from a
+			// lost one: a crash would have zeroed a sector of it.
 			name: "last record's header altered, so its extent is unknown", cutAt: big, damage: big,
-			alter: func(b []byte, off, end int64) { b[off+8] = 0x7f }, torn: true, // the limit FORMAT.md states
+			alter: func(b []byte, off, end int64) { b[off+4] = 0x7f },
+		},
+		{
+			name: "last record's header altered, preallocated zeros after", prealloc: 8192, cutAt: big, damage: big,
+			alter: func(b []byte, off, end int64) { b[off+4] = 0x7f },
 		},
 	}
 	for _, tt := range tests {
@@ -495,6 +562,7 @@ func TestScanAlteredNotLost(t *testing.T) {
 			}
 			off := offs[tt.damage]
 			tt.alter(b, off, off+recHeaderSize+int64(len(ps[tt.damage])))
+			b = b[:int64(len(b))-tt.cut]
 			got, info, err := scanSegment(memWithSegment(t, 1, b), 1, true)
 			if !tt.torn {
 				if err := checkCorrupt(err, wal.ErrCorrupt, wal.SegmentPath(testDir, 1), off); err != nil {
@@ -635,14 +703,16 @@ func TestScanLostPage(t *testing.T) {
 				t.Fatal(err)
 			}
 			synced := tt.write(t, w)
-			if err := w.Close(); err != nil {
-				t.Fatal(err)
-			}
+			// Read before Close, whose sync and mark would prove every
+			// record synced.
 			all, _, err := scanSegment(fsys, 1, true)
 			if err != nil {
 				t.Fatal(err)
 			}
 			b := readSegment(t, fsys, 1)
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
 			start, end := tt.hole(synced)
 			if int64(len(b)) < end+recHeaderSize+int64(len(value)) {
 				t.Fatalf("fixture: %d bytes, want a whole record after the hole [%d, %d)", len(b), start, end)
@@ -704,7 +774,11 @@ func TestReaderReuse(t *testing.T) {
 	fsys := newFS(t)
 	big, small := payloads(12), [][]byte{[]byte("small")}
 	writeSynced(t, fsys, 1, big, wal.Options{}, true)
-	w, err := wal.OpenAppend(fsys, testDir, 2, segHeaderRec, wal.Options{})
+	_, info, err := scanSegment(fsys, 2, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := wal.OpenAppend(fsys, testDir, info, wal.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

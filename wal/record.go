@@ -2,21 +2,25 @@ package wal
 
 import (
 	"bytes"
+	"crypto/subtle"
 	"encoding/binary"
 	"hash/crc32"
+	"math/rand/v2"
 )
 
-// RecordType is the type byte of a record. It is part of the on-disk
-// format; type 0 is reserved as invalid so that zeroed bytes never parse.
+// RecordType is the type byte of a record, its first byte. It is part of
+// the on-disk format; type 0 is reserved as invalid so that zeroed bytes
+// never parse, and every record therefore starts with a non-zero byte.
 type RecordType uint8
 
 // Record types, part of the on-disk format.
 const (
 	TypeInvalid RecordType = 0 // never written; zeros read as this
-	TypeHeader  RecordType = 1 // first record of every segment: magic, version, segment
-	TypeData    RecordType = 2 // a payload of the caller's
+	TypeHeader  RecordType = 1 // first record of every segment: magic, version, segment, salt
+	TypeData    RecordType = 2 // a payload of the caller's, stored scrambled
 	TypeSeal    RecordType = 3 // last record of a sealed segment
-	maxType     RecordType = TypeSeal
+	TypeMark    RecordType = 4 // empty: says how far the segment was synced when it was written
+	maxType     RecordType = TypeMark
 )
 
 // String names the type.
@@ -28,6 +32,8 @@ func (t RecordType) String() string {
 		return "data"
 	case TypeSeal:
 		return "seal"
+	case TypeMark:
+		return "mark"
 	}
 	return "invalid"
 }
@@ -37,9 +43,18 @@ const (
 	// HeaderSize is the size of a record header.
 	HeaderSize = 24
 	// segmentHeaderSize is the size of the payload of a TypeHeader record.
-	segmentHeaderSize = 16
+	segmentHeaderSize = 24
+	// firstRecord is the offset of the record after the segment header.
+	firstRecord = HeaderSize + segmentHeaderSize
 	// Version is the segment format version this code writes and reads.
-	Version = 1
+	Version = 2
+	// keySize is the length of a segment's scrambling key, repeated over
+	// a payload.
+	keySize = 4096
+)
+
+// Tuning defaults (not part of the format).
+const (
 	// DefaultMaxRecordSize bounds a record's payload by default.
 	DefaultMaxRecordSize = 16 << 20
 	// DefaultSegmentSize is the size past which a segment is sealed and
@@ -52,78 +67,150 @@ var segmentMagic = [4]byte{'K', 'V', 'W', 'L'}
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// appendRecord appends one framed record to buf.
+// segKey is what a segment's salt determines: the checksum state after
+// the salt, which every record's checksums start from, and the key its
+// data payloads are scrambled with. A record of another segment, or bytes
+// a program wrote as a value, fail both: the salt is random and never
+// leaves the segment's header.
+type segKey struct {
+	salt uint64
+	crc0 uint32 // CRC-32C of the salt's 8 bytes
+	key  [keySize]byte
+}
+
+// newSalt returns a random non-zero salt.
+func newSalt() uint64 {
+	for {
+		if s := rand.Uint64(); s != 0 {
+			return s
+		}
+	}
+}
+
+// keyFor derives a segment's checksum seed and scrambling key from its
+// salt. The key is the output of SplitMix64 seeded with the salt, 8 bytes
+// little-endian per step (part of the on-disk format).
+func keyFor(salt uint64) *segKey {
+	k := &segKey{salt: salt}
+	var sb [8]byte
+	binary.LittleEndian.PutUint64(sb[:], salt)
+	k.crc0 = crc32.Update(0, castagnoli, sb[:])
+	x := salt
+	for i := 0; i < keySize; i += 8 {
+		x += 0x9e3779b97f4a7c15
+		z := x
+		z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+		z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+		z ^= z >> 31
+		binary.LittleEndian.PutUint64(k.key[i:], z)
+	}
+	return k
+}
+
+// scramble writes src XOR the key, repeated, into dst (len(dst) >=
+// len(src)). It is its own inverse.
+func (k *segKey) scramble(dst, src []byte) {
+	for i := 0; i < len(src); i += keySize {
+		subtle.XORBytes(dst[i:], src[i:min(i+keySize, len(src))], k.key[:])
+	}
+}
+
+// headerCRC is the checksum of a record header's first 16 bytes.
+func (k *segKey) headerCRC(h []byte) uint32 { return crc32.Update(k.crc0, castagnoli, h[:16]) }
+
+// recordCRC is the checksum of a record: its header's first 20 bytes and
+// its stored payload.
+func (k *segKey) recordCRC(rec []byte) uint32 {
+	return crc32.Update(crc32.Update(k.crc0, castagnoli, rec[:20]), castagnoli, rec[HeaderSize:])
+}
+
+// appendRecord appends one framed record to buf. A data payload is stored
+// scrambled; the others as they are.
 //
-//	0  uint32 CRC-32C of bytes [4, 24+length)
+//	0  uint8  type
+//	1  [3]    zero
 //	4  uint32 length of the payload
-//	8  uint8  type
-//	9  [3]    zero
-//	12 uint32 segment number
-//	16 uint64 synced offset: bytes of this segment durable when written
+//	8  uint64 synced offset: bytes of this segment durable when written
+//	16 uint32 header CRC: CRC-32C of the salt, then bytes [0, 16)
+//	20 uint32 record CRC: CRC-32C of the salt, then bytes [0, 20), then the stored payload
 //	24 payload
-func appendRecord(buf []byte, t RecordType, seg SegmentNum, synced int64, payload []byte) []byte {
+func appendRecord(buf []byte, k *segKey, t RecordType, synced int64, payload []byte) []byte {
 	start := len(buf)
 	var h [HeaderSize]byte
+	h[0] = byte(t)
 	binary.LittleEndian.PutUint32(h[4:], uint32(len(payload)))
-	h[8] = byte(t)
-	binary.LittleEndian.PutUint32(h[12:], uint32(seg))
-	binary.LittleEndian.PutUint64(h[16:], uint64(synced))
+	binary.LittleEndian.PutUint64(h[8:], uint64(synced))
+	binary.LittleEndian.PutUint32(h[16:], k.headerCRC(h[:]))
 	buf = append(buf, h[:]...)
-	buf = append(buf, payload...)
-	crc := crc32.Update(0, castagnoli, buf[start+4:])
-	binary.LittleEndian.PutUint32(buf[start:], crc)
+	if t == TypeData {
+		buf = append(buf, payload...) // room, overwritten below
+		k.scramble(buf[start+HeaderSize:], payload)
+	} else {
+		buf = append(buf, payload...)
+	}
+	binary.LittleEndian.PutUint32(buf[start+20:], k.recordCRC(buf[start:]))
 	return buf
 }
 
 // segmentHeaderPayload is the payload of a segment's first record.
-func segmentHeaderPayload(seg SegmentNum) []byte {
+func segmentHeaderPayload(seg SegmentNum, salt uint64) []byte {
 	p := make([]byte, segmentHeaderSize)
 	copy(p, segmentMagic[:])
 	binary.LittleEndian.PutUint16(p[4:], Version)
 	binary.LittleEndian.PutUint64(p[8:], uint64(seg))
+	binary.LittleEndian.PutUint64(p[16:], salt)
 	return p
 }
 
-// parsed is one record read back from a segment.
-type parsed struct {
-	typ     RecordType
-	synced  int64
-	payload []byte
-	size    int // header plus payload
+// header is a record header whose header CRC holds.
+type header struct {
+	typ    RecordType
+	length int
+	synced int64
 }
 
-// parseRecord parses the record at the start of b, which belongs to
-// segment seg. It returns a reason when the bytes are not a valid record.
-func parseRecord(b []byte, seg SegmentNum, maxRecord int) (parsed, string) {
-	if len(b) < HeaderSize {
-		return parsed{}, "incomplete record header"
+// plausible reports whether b, the start of a record header (possibly
+// shorter than a header), has a valid type for a record after the
+// segment header and zero reserved bytes, as far as b goes.
+func plausible(b []byte) bool {
+	if len(b) > 0 && (RecordType(b[0]) < TypeData || RecordType(b[0]) > maxType) {
+		return false
 	}
-	t := RecordType(b[8])
-	if t == TypeInvalid || t > maxType {
-		return parsed{}, "invalid record type"
+	for i := 1; i < min(len(b), 4); i++ {
+		if b[i] != 0 {
+			return false
+		}
 	}
-	if b[9] != 0 || b[10] != 0 || b[11] != 0 {
-		return parsed{}, "reserved header bytes not zero"
+	return true
+}
+
+// parseHeader checks the record header at the start of b (at least
+// HeaderSize bytes) against the segment's key. It returns a reason when
+// the header is not one this segment's writer wrote.
+func parseHeader(b []byte, k *segKey) (header, string) {
+	if !plausible(b[:4]) {
+		if RecordType(b[0]) < TypeData || RecordType(b[0]) > maxType {
+			return header{}, "invalid record type"
+		}
+		return header{}, "reserved header bytes not zero"
 	}
-	if SegmentNum(binary.LittleEndian.Uint32(b[12:])) != seg&maxSegment {
-		return parsed{}, "record belongs to another segment"
+	if k.headerCRC(b) != binary.LittleEndian.Uint32(b[16:]) {
+		return header{}, "header checksum mismatch"
 	}
-	n := binary.LittleEndian.Uint32(b[4:])
-	if int64(n) > int64(maxRecord) {
-		return parsed{}, "record length past the maximum"
-	}
-	end := HeaderSize + int(n)
-	if len(b) < end {
-		return parsed{}, "incomplete record"
-	}
-	if crc32.Update(0, castagnoli, b[4:end]) != binary.LittleEndian.Uint32(b) {
-		return parsed{}, "checksum mismatch"
-	}
-	synced := binary.LittleEndian.Uint64(b[16:])
+	synced := binary.LittleEndian.Uint64(b[8:])
 	if synced > 1<<62 {
-		return parsed{}, "synced offset out of range"
+		return header{}, "synced offset out of range"
 	}
-	return parsed{typ: t, synced: int64(synced), payload: b[HeaderSize:end:end], size: end}, ""
+	return header{typ: RecordType(b[0]), length: int(binary.LittleEndian.Uint32(b[4:])), synced: int64(synced)}, ""
+}
+
+// checkRecord checks the record CRC of rec, a whole record whose header
+// parseHeader accepted.
+func checkRecord(rec []byte, k *segKey) string {
+	if k.recordCRC(rec) != binary.LittleEndian.Uint32(rec[20:]) {
+		return "checksum mismatch"
+	}
+	return ""
 }
 
 func allZero(b []byte) bool {

@@ -3,6 +3,7 @@ package wal
 import (
 	"errors"
 	"fmt"
+	"io"
 	"sync"
 
 	"github.com/kvstore/kv/vfs"
@@ -30,6 +31,10 @@ type Options struct {
 	// variant: after a failed fdatasync the kernel may have dropped the
 	// dirty pages, and the retry "succeeds" without them).
 	RetryFailedSync bool
+
+	// salt, when set, chooses the salt of every segment created (tests
+	// that compare bytes with a golden file need the same salt each run).
+	salt func() uint64
 }
 
 func (o Options) segmentSize() int64 {
@@ -57,6 +62,11 @@ type Position struct {
 // and Sync may be called from different goroutines; a Sync makes durable
 // every record whose Append returned before the Sync began.
 //
+// Every record the Writer frames carries the offset up to which it knows
+// the segment durable (its synced offset). Mark writes a record that
+// carries only that, so that a reader can tell how much of the segment is
+// durable without syncing anything.
+//
 // Writer is fail-stop: after any failed write or sync, every later call
 // returns an error matching ErrFailed.
 type Writer struct {
@@ -67,61 +77,129 @@ type Writer struct {
 	syncMu sync.Mutex // serializes Sync, Rotate and Close; taken before mu
 	mu     sync.Mutex // guards the fields below
 	seg    SegmentNum
+	key    *segKey
 	f      vfs.File
 	off    int64 // where the next record goes
 	synced int64 // bytes of seg known durable
-	alloc  int64 // file size reserved by preallocation
-	err    error // sticky failure
-	closed bool
-	buf    []byte
+	// dataEnd is the end of the last record that must be durable (every
+	// record but marks): Sync has nothing to do while synced covers it.
+	dataEnd int64
+	claimed int64 // the highest synced offset a record in seg claims
+	alloc   int64 // file size reserved by preallocation
+	err     error // sticky failure
+	closed  bool
+	buf     []byte
 }
 
 // Create creates segment seg, which must not exist, writes its header
-// record and syncs the directory, and returns a Writer appending to it.
+// record, syncs the file and the directory, and returns a Writer appending
+// to it.
 func Create(fsys vfs.FS, dir string, seg SegmentNum, opts Options) (*Writer, error) {
 	w := &Writer{fsys: fsys, dir: dir, opts: opts}
 	if err := w.create(seg); err != nil {
+		if w.f != nil {
+			w.f.Close()
+		}
 		return nil, err
 	}
 	return w, nil
 }
 
-// OpenAppend returns a Writer appending to the existing segment seg at
-// offset end, the SegmentInfo.End that Scan reported for it; the bytes past
-// end must be zeros. It syncs the file and its directory first, because
-// what recovery read may have been only in the page cache of a crashed
-// process, and records written later claim everything before end durable.
-func OpenAppend(fsys vfs.FS, dir string, seg SegmentNum, end int64, opts Options) (*Writer, error) {
-	name := SegmentPath(dir, seg)
-	f, err := fsys.OpenReadWrite(name)
+// OpenAppend returns a Writer appending to the existing segment info
+// describes, at info.End, as Scan reported it for the newest segment; the
+// bytes past End must be zeros (Scan found no torn tail).
+//
+// Records past info.Synced may be only in the page cache: left by a
+// process that crashed, or pages a failed fdatasync left behind, which
+// the kernel treats as clean and will never write. OpenAppend writes
+// those bytes again, unchanged, so that the Writer's first Sync makes
+// them durable before any record claims them synced. It syncs the
+// directory only when the segment holds no record but its header: any
+// later record was written after the directory sync that made the
+// segment's name durable.
+func OpenAppend(fsys vfs.FS, dir string, info SegmentInfo, opts Options) (*Writer, error) {
+	seg := info.Segment
+	f, err := fsys.OpenReadWrite(SegmentPath(dir, seg))
 	if err != nil {
 		return nil, err
 	}
-	w := &Writer{fsys: fsys, dir: dir, opts: opts, seg: seg, f: f, off: end}
+	w := &Writer{fsys: fsys, dir: dir, opts: opts, seg: seg, f: f, off: info.End}
 	if fi, err := f.Stat(); err == nil {
 		w.alloc = fi.Size()
 	}
-	if end == 0 {
-		// Created but its header never reached the disk.
-		if err := w.writeLocked(TypeHeader, segmentHeaderPayload(seg)); err != nil {
-			f.Close()
-			return nil, err
-		}
-	}
-	// Records written from now on say everything before w.off is durable:
-	// make that true.
-	if err := f.Sync(); err != nil {
+	if err := w.openAppend(info); err != nil {
 		f.Close()
 		return nil, err
 	}
-	// The name may not be durable if the process that created the segment
-	// crashed before its directory sync.
-	if err := vfs.SyncDir(fsys, dir); err != nil {
-		f.Close()
-		return nil, err
-	}
-	w.synced = w.off
 	return w, nil
+}
+
+func (w *Writer) openAppend(info SegmentInfo) error {
+	if info.End == 0 {
+		// Created, but its header never reached the disk: write one and
+		// make it durable, as Create does, before any record follows.
+		w.off = 0
+		if err := w.writeHeader(); err != nil {
+			return err
+		}
+		if err := w.f.Sync(); err != nil {
+			return err
+		}
+		w.synced = w.off
+		return vfs.SyncDir(w.fsys, w.dir)
+	}
+	k, err := readKey(w.f, SegmentPath(w.dir, w.seg), w.seg)
+	if err != nil {
+		return err
+	}
+	w.key = k
+	w.synced, w.claimed, w.dataEnd = info.Synced, info.Synced, info.Synced
+	if info.DataEnd > info.Synced {
+		if err := rewrite(w.f, info.Synced, info.DataEnd); err != nil {
+			return err
+		}
+		w.dataEnd = info.DataEnd
+	}
+	if info.End <= firstRecord {
+		// Only the header: the process that created the segment may have
+		// died before its directory sync.
+		return vfs.SyncDir(w.fsys, w.dir)
+	}
+	return nil
+}
+
+// readKey reads and checks the header record of segment seg in f.
+func readKey(f vfs.File, name string, seg SegmentNum) (*segKey, error) {
+	b := make([]byte, firstRecord)
+	if n, err := f.ReadAt(b, 0); err != nil && !(err == io.EOF && n == len(b)) {
+		return nil, fmt.Errorf("wal: read %s: %w", name, err)
+	}
+	k, reason, err := parseSegmentHeader(name, seg, b)
+	if err == nil && reason != "" {
+		err = corruptf(name, 0, "%s", reason)
+	}
+	return k, err
+}
+
+// rewrite writes the bytes [from, to) of f again, unchanged, so that they
+// are dirty in the page cache and the next sync writes them to the disk.
+// After a failed fdatasync the kernel marks the pages it could not write
+// clean; a later fdatasync returns without writing them, and they are
+// gone at the next power loss, though every read in this boot returns
+// them.
+func rewrite(f vfs.File, from, to int64) error {
+	buf := make([]byte, min(to-from, 1<<20))
+	for off := from; off < to; {
+		n := min(to-off, int64(len(buf)))
+		if k, err := f.ReadAt(buf[:n], off); err != nil && !(err == io.EOF && int64(k) == n) {
+			return err
+		}
+		if _, err := f.WriteAt(buf[:n], off); err != nil {
+			return err
+		}
+		off += n
+	}
+	return nil
 }
 
 // create makes seg the current segment. Called with mu held or before the
@@ -134,20 +212,37 @@ func (w *Writer) create(seg SegmentNum) error {
 	if err != nil {
 		return err
 	}
-	w.seg, w.f, w.off, w.synced = seg, f, 0, 0
-	if err := w.writeLocked(TypeHeader, segmentHeaderPayload(seg)); err != nil {
+	w.seg, w.f, w.off, w.synced, w.claimed, w.alloc = seg, f, 0, 0, 0, 0
+	if err := w.writeHeader(); err != nil {
 		return err
 	}
-	w.alloc = 0
 	if err := w.reserve(w.off); err != nil {
 		return err
 	}
+	// The header must be durable before any record follows it: readers
+	// check every record against the salt it holds, and a crash must never
+	// leave later records behind a lost header.
+	if err := w.f.Sync(); err != nil {
+		return err
+	}
+	// The header vouches for itself: no mark need say it is durable.
+	w.synced, w.dataEnd, w.claimed = w.off, w.off, w.off
 	if w.opts.SkipDirSync {
 		return nil
 	}
 	// The new name must be durable before any record in the segment is
 	// acknowledged; syncing the directory now does it once per segment.
 	return vfs.SyncDir(w.fsys, w.dir)
+}
+
+// writeHeader writes a header record with a new salt at w.off (0).
+func (w *Writer) writeHeader() error {
+	salt := newSalt()
+	if w.opts.salt != nil {
+		salt = w.opts.salt()
+	}
+	w.key = keyFor(salt)
+	return w.writeLocked(TypeHeader, segmentHeaderPayload(w.seg, salt))
 }
 
 // reserve preallocates space so that the file covers end, in steps of
@@ -191,11 +286,18 @@ func (w *Writer) writeZeros(from, to int64) error {
 
 // writeLocked frames one record and writes it at w.off.
 func (w *Writer) writeLocked(t RecordType, payload []byte) error {
-	w.buf = appendRecord(w.buf[:0], t, w.seg, w.synced, payload)
+	w.buf = appendRecord(w.buf[:0], w.key, t, w.synced, payload)
+	if err := w.reserve(w.off + int64(len(w.buf))); err != nil {
+		return err
+	}
 	if _, err := w.f.WriteAt(w.buf, w.off); err != nil {
 		return err
 	}
 	w.off += int64(len(w.buf))
+	w.claimed = max(w.claimed, w.synced)
+	if t != TypeMark {
+		w.dataEnd = w.off
+	}
 	return nil
 }
 
@@ -242,7 +344,7 @@ func (w *Writer) Append(payloads ...[]byte) (Position, error) {
 	}
 	w.buf = w.buf[:0]
 	for _, p := range payloads {
-		w.buf = appendRecord(w.buf, TypeData, w.seg, w.synced, p)
+		w.buf = appendRecord(w.buf, w.key, TypeData, w.synced, p)
 	}
 	pos := Position{Segment: w.seg, Offset: w.off}
 	if err := w.reserve(w.off + int64(len(w.buf))); err != nil {
@@ -252,13 +354,16 @@ func (w *Writer) Append(payloads ...[]byte) (Position, error) {
 		return Position{}, w.fail(err)
 	}
 	w.off += int64(len(w.buf))
+	w.dataEnd = w.off
+	w.claimed = max(w.claimed, w.synced)
 	if cap(w.buf) > 1<<20 {
 		w.buf = nil // do not pin a large batch's buffer
 	}
 	return pos, nil
 }
 
-// Sync makes every record appended so far durable (fdatasync).
+// Sync makes every record appended so far durable (fdatasync). It does
+// nothing when only marks were written since the last sync.
 func (w *Writer) Sync() error {
 	w.syncMu.Lock()
 	defer w.syncMu.Unlock()
@@ -268,7 +373,7 @@ func (w *Writer) Sync() error {
 		return err
 	}
 	f, target := w.f, w.off
-	if target == w.synced {
+	if w.dataEnd <= w.synced {
 		w.mu.Unlock()
 		return nil
 	}
@@ -285,6 +390,25 @@ func (w *Writer) Sync() error {
 		return w.fail(err)
 	}
 	w.synced = max(w.synced, target)
+	return nil
+}
+
+// Mark writes a mark record, which says how far the segment is durable,
+// unless a record already says as much. It does not sync it: a reader
+// that finds it may trust the records before the offset it names; one
+// that does not finds them all the same, just not yet vouched for.
+func (w *Writer) Mark() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err := w.usable(); err != nil {
+		return err
+	}
+	if w.synced <= w.claimed {
+		return nil
+	}
+	if err := w.writeLocked(TypeMark, nil); err != nil {
+		return w.fail(err)
+	}
 	return nil
 }
 
@@ -333,11 +457,20 @@ func (w *Writer) Offset() int64 {
 	return w.off
 }
 
-// Close syncs and closes the current segment. It does not seal it: the
-// newest segment stays open for the next writer. A second Close returns
-// nil.
+// Close syncs the current segment, marks how far it is durable (see
+// Mark), and closes it. It does not seal it: the newest segment stays
+// open for the next writer. A second Close returns nil.
 func (w *Writer) Close() error {
 	if err := w.Sync(); err != nil && !errors.Is(err, ErrClosed) {
+		w.mu.Lock()
+		if !w.closed {
+			w.closed = true
+			w.f.Close()
+		}
+		w.mu.Unlock()
+		return err
+	}
+	if err := w.Mark(); err != nil && !errors.Is(err, ErrClosed) {
 		w.mu.Lock()
 		if !w.closed {
 			w.closed = true
@@ -357,36 +490,44 @@ func (w *Writer) Close() error {
 	return w.f.Close()
 }
 
-// SealTail prepares the newest segment seg, whose valid records end at
-// end, for a successor: it cuts whatever follows end (a torn tail or
-// zeros), appends a seal record unless sealed is already true, and syncs.
-// Recovery calls it before creating the next segment, so that a torn tail
-// is never found later in a segment that is no longer the newest and taken
-// for corruption (cockroachdb/cockroach#68319).
-func SealTail(fsys vfs.FS, dir string, seg SegmentNum, end int64, sealed bool) error {
-	f, err := fsys.OpenReadWrite(SegmentPath(dir, seg))
+// SealTail prepares the newest segment info describes (as Scan reported
+// it) for a successor: it cuts whatever follows info.End (a torn tail or
+// zeros), makes the records past info.Synced durable by writing them
+// again (see OpenAppend), appends a seal record unless the segment is
+// sealed already, and syncs. Recovery calls it before creating the next
+// segment, so that a torn tail is never found later in a segment that is
+// no longer the newest and taken for corruption
+// (cockroachdb/cockroach#68319).
+func SealTail(fsys vfs.FS, dir string, info SegmentInfo) error {
+	seg, end := info.Segment, info.End
+	name := SegmentPath(dir, seg)
+	f, err := fsys.OpenReadWrite(name)
 	if err != nil {
 		return err
 	}
-	w := &Writer{fsys: fsys, dir: dir, seg: seg, f: f, off: end}
+	w := &Writer{fsys: fsys, dir: dir, seg: seg, f: f, off: end, synced: info.Synced}
 	err = f.Truncate(end)
-	if err == nil && (end == 0 || !sealed) {
-		// The cut must be durable before a record is written over the
-		// old tail: a crash could otherwise keep the new record but not
-		// the cut, leaving the tail's bytes after a seal (corruption).
+	if err == nil && end > 0 {
+		w.key, err = readKey(f, name, seg)
+		if err == nil && info.DataEnd > info.Synced {
+			err = rewrite(f, info.Synced, info.DataEnd)
+		}
+	}
+	if err == nil && (end == 0 || !info.Sealed) {
+		// The cut must be durable before a record is written over the old
+		// tail: a crash could otherwise keep the new record but not the
+		// cut, leaving the tail's bytes after a seal (corruption).
 		err = f.Sync()
 	}
 	if err == nil && end == 0 {
-		err = w.writeLocked(TypeHeader, segmentHeaderPayload(seg))
+		err = w.writeHeader()
 	}
-	if err == nil && !sealed {
-		// synced is 0: this process has not synced the bytes before end,
-		// so it claims nothing about them.
+	if err == nil && !info.Sealed {
 		err = w.writeLocked(TypeSeal, nil)
 	}
 	if err == nil {
-		// The cut and the seal must be durable before the next segment is
-		// created (see Rotate).
+		// The cut, the rewritten records and the seal must be durable
+		// before the next segment is created (see Rotate).
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {

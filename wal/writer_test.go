@@ -63,7 +63,9 @@ func TestWriterAppendScan(t *testing.T) {
 			if diff := cmp.Diff(recordsFor(3, all), got); diff != "" {
 				t.Errorf("records (-want +got):\n%s", diff)
 			}
-			wantInfo := wal.SegmentInfo{Segment: 3, Size: end, End: end, Records: len(all)}
+			// Close synced, then marked the segment durable up to end.
+			wantInfo := wal.SegmentInfo{Segment: 3, Size: end + recHeaderSize, End: end + recHeaderSize, Records: len(all),
+				Marks: 1, Synced: end, DataEnd: end}
 			if diff := cmp.Diff(wantInfo, info); diff != "" {
 				t.Errorf("SegmentInfo (-want +got):\n%s", diff)
 			}
@@ -441,11 +443,15 @@ func TestOpenAppend(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			w, err := wal.OpenAppend(fsys, testDir, 1, info.End, wal.Options{})
+			w, err := wal.OpenAppend(fsys, testDir, info, wal.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			end := max(info.End, segHeaderRec)
+			end, synced := info.End, info.Synced
+			if end == 0 {
+				// OpenAppend wrote a header and synced it.
+				end, synced = segHeaderRec, segHeaderRec
+			}
 			pos, err := w.Append(second...)
 			if err != nil {
 				t.Fatal(err)
@@ -453,21 +459,22 @@ func TestOpenAppend(t *testing.T) {
 			if want := (wal.Position{Segment: 1, Offset: end}); pos != want {
 				t.Errorf("first Append after OpenAppend at %+v, want %+v", pos, want)
 			}
-			// OpenAppend synced what was there: the new records say so.
+			// The new records claim only what a record in the segment
+			// claimed durable: OpenAppend syncs nothing.
 			b := readSegment(t, fsys, 1)
-			if got := binary.LittleEndian.Uint64(b[end+16:]); got != uint64(end) {
-				t.Errorf("synced offset of the first new record = %d, want %d", got, end)
+			if got := binary.LittleEndian.Uint64(b[end+8:]); got != uint64(synced) {
+				t.Errorf("synced offset of the first new record = %d, want %d", got, synced)
 			}
 			// Close syncs, so a power loss keeps old and new records.
 			if err := w.Close(); err != nil {
 				t.Fatal(err)
 			}
-			all := append(append([][]byte{}, tt.before...), second...)
+			want := append(recordsFor(1, tt.before), recordsFrom(1, end, second)...)
 			got, info, err := scanSegment(fsys.CrashClone(), 1, true)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(recordsFor(1, all), got); diff != "" {
+			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("records (-want +got):\n%s", diff)
 			}
 			if info.Torn || info.Sealed {
@@ -479,24 +486,29 @@ func TestOpenAppend(t *testing.T) {
 
 func TestSealTail(t *testing.T) {
 	ps := payloads(4)
+	// writeSynced without a seal leaves the mark Close writes after the
+	// records; the seal then claims what the mark did.
+	marked := recordsEnd(ps) + recHeaderSize
 	tests := []struct {
-		name      string
-		prep      func(t *testing.T, fsys *vfs.MemFS) // leaves segment 1 behind
-		wantRecs  [][]byte
-		wantTorn  bool
-		wantFinal int64 // size of the sealed segment
+		name       string
+		prep       func(t *testing.T, fsys *vfs.MemFS) // leaves segment 1 behind
+		wantRecs   [][]byte
+		wantTorn   bool
+		wantFinal  int64 // size of the sealed segment
+		wantMarks  int
+		wantSynced int64 // what the records of the sealed segment claim
 	}{
 		{
 			name: "torn tail",
 			prep: func(t *testing.T, fsys *vfs.MemFS) {
 				writeSynced(t, fsys, 1, ps, wal.Options{}, false)
 				b := readSegment(t, fsys, 1)
-				torn := frame(typeData, 1, uint64(len(b)), []byte("never finished"))
+				torn := frame(typeData, saltOf(b), uint64(len(b)), []byte("never finished"))
 				appendBytes(t, fsys, 1, torn[:len(torn)-5])
 			},
 			wantRecs:  ps,
 			wantTorn:  true,
-			wantFinal: recordsEnd(ps) + recHeaderSize,
+			wantFinal: marked + recHeaderSize, wantMarks: 1, wantSynced: recordsEnd(ps),
 		},
 		{
 			name: "zeros after the records",
@@ -504,7 +516,7 @@ func TestSealTail(t *testing.T) {
 				writeSynced(t, fsys, 1, ps, wal.Options{Preallocate: 8192}, false)
 			},
 			wantRecs:  ps,
-			wantFinal: recordsEnd(ps) + recHeaderSize,
+			wantFinal: marked + recHeaderSize, wantMarks: 1, wantSynced: recordsEnd(ps),
 		},
 		{
 			name: "already sealed, zeros after",
@@ -512,7 +524,7 @@ func TestSealTail(t *testing.T) {
 				writeSynced(t, fsys, 1, ps, wal.Options{Preallocate: 8192}, true)
 			},
 			wantRecs:  ps,
-			wantFinal: recordsEnd(ps) + recHeaderSize,
+			wantFinal: recordsEnd(ps) + recHeaderSize, wantSynced: recordsEnd(ps),
 		},
 		{
 			name:      "header only",
@@ -538,7 +550,7 @@ func TestSealTail(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				f.WriteAt(frame(typeHeader, 1, 0, headerPayload("KVWL", 1, 1))[:30], 0)
+				f.WriteAt(frame(typeHeader, 7, 0, headerPayload("KVWL", 2, 1, 7))[:30], 0)
 				f.Close()
 				syncDir(t, fsys) // as Create would have
 			},
@@ -560,7 +572,7 @@ func TestSealTail(t *testing.T) {
 			if _, _, err := scanSegment(fsys, 1, false); !info.Sealed && !errors.Is(err, wal.ErrCorrupt) {
 				t.Fatalf("before SealTail, scanning as sealed: %v, want ErrCorrupt", err)
 			}
-			if err := wal.SealTail(fsys, testDir, 1, info.End, info.Sealed); err != nil {
+			if err := wal.SealTail(fsys, testDir, info); err != nil {
 				t.Fatal(err)
 			}
 			// Durable: scan what a power loss leaves.
@@ -572,7 +584,8 @@ func TestSealTail(t *testing.T) {
 			if diff := cmp.Diff(recordsFor(1, tt.wantRecs), got); diff != "" {
 				t.Errorf("records (-want +got):\n%s", diff)
 			}
-			want := wal.SegmentInfo{Segment: 1, Size: tt.wantFinal, End: tt.wantFinal, Records: len(tt.wantRecs), Sealed: true}
+			want := wal.SegmentInfo{Segment: 1, Size: tt.wantFinal, End: tt.wantFinal, Records: len(tt.wantRecs), Sealed: true,
+				Marks: tt.wantMarks, Synced: tt.wantSynced, DataEnd: tt.wantFinal}
 			if diff := cmp.Diff(want, sealed); diff != "" {
 				t.Errorf("SegmentInfo after SealTail (-want +got):\n%s", diff)
 			}
@@ -667,8 +680,8 @@ func TestWriterPreallocate(t *testing.T) {
 	if diff := cmp.Diff(recordsFor(1, ps), got); diff != "" {
 		t.Errorf("records (-want +got):\n%s", diff)
 	}
-	if info.Torn || info.End != recordsEnd(ps) || info.Size <= info.End {
-		t.Errorf("SegmentInfo %+v: want End %d, zeros after it, not torn", info, recordsEnd(ps))
+	if info.Torn || info.DataEnd != recordsEnd(ps) || info.Size <= info.End {
+		t.Errorf("SegmentInfo %+v: want DataEnd %d, zeros after it, not torn", info, recordsEnd(ps))
 	}
 }
 
@@ -723,7 +736,8 @@ func TestSealTailOrder(t *testing.T) {
 			name: "torn tail",
 			prep: func(t *testing.T, fsys *vfs.MemFS) {
 				writeSynced(t, fsys, 1, payloads(3), wal.Options{}, false)
-				appendBytes(t, fsys, 1, []byte("torn bytes of a lost write"))
+				torn := frame(typeData, saltOf(readSegment(t, fsys, 1)), 0, []byte("torn bytes of a lost write"))
+				appendBytes(t, fsys, 1, torn[:30])
 			},
 			want: []string{"truncate", "sync", "write", "sync"},
 		},
@@ -734,18 +748,20 @@ func TestSealTailOrder(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				f.WriteAt([]byte("partial header"), 0)
+				f.WriteAt(frame(typeHeader, 7, 0, headerPayload("KVWL", 2, 1, 7))[:20], 0)
 				f.Close()
 			},
 			want: []string{"truncate", "sync", "write", "write", "sync"},
 		},
 		{
-			name: "already sealed: nothing written",
+			// Nothing claims the seal synced: it is written again, in
+			// case it sits in pages a failed fdatasync left clean.
+			name: "already sealed: the seal rewritten",
 			prep: func(t *testing.T, fsys *vfs.MemFS) {
 				writeSynced(t, fsys, 1, payloads(3), wal.Options{Preallocate: 4096}, true)
 			},
 			sealed: true,
-			want:   []string{"truncate", "sync"},
+			want:   []string{"truncate", "write", "sync"},
 		},
 	}
 	for _, tt := range tests {
@@ -760,7 +776,7 @@ func TestSealTailOrder(t *testing.T) {
 				t.Fatalf("fixture: Sealed=%v, want %v", info.Sealed, tt.sealed)
 			}
 			l := &opLog{FS: mem}
-			if err := wal.SealTail(l, testDir, 1, info.End, info.Sealed); err != nil {
+			if err := wal.SealTail(l, testDir, info); err != nil {
 				t.Fatal(err)
 			}
 			if diff := cmp.Diff(tt.want, l.ops); diff != "" {
@@ -781,7 +797,7 @@ func TestSealTailLostCut(t *testing.T) {
 	end := recordsEnd(ps)
 	appendBytes(t, fsys, 1, bytes.Repeat([]byte{0xee}, 100)) // the torn tail
 	b := readSegment(t, fsys, 1)
-	copy(b[end:], frame(typeSeal, 1, 0, nil))
+	copy(b[end:], frame(typeSeal, saltOf(b), 0, nil))
 	_, _, err := scanSegment(memWithSegment(t, 1, b), 1, true)
 	if err := checkCorrupt(err, wal.ErrCorrupt, wal.SegmentPath(testDir, 1), end+recHeaderSize); err != nil {
 		t.Error(err)

@@ -91,7 +91,7 @@ func segments(t *testing.T, dir string) []string {
 // recordStarts returns the offsets of the records of a segment file.
 func recordStarts(b []byte) []int {
 	var out []int
-	for off := 0; off+24 <= len(b) && b[off+8] != 0; off += 24 + int(binary.LittleEndian.Uint32(b[off+4:])) {
+	for off := 0; off+24 <= len(b) && b[off] != 0; off += 24 + int(binary.LittleEndian.Uint32(b[off+4:])) {
 		out = append(out, off)
 	}
 	return out
@@ -216,7 +216,13 @@ func TestCLIOnMatrix(t *testing.T) {
 		dir := copyDir(t, prepared)
 		editFile(t, filepath.Join(dir, newest), func(b []byte) []byte {
 			rs := recordStarts(b)
-			return b[:rs[len(rs)-1]+30]
+			last := rs[len(rs)-1]
+			for _, r := range rs {
+				if b[r] == 2 { // the last data record, not the mark after it
+					last = r
+				}
+			}
+			return b[:last+30]
 		})
 		code, stdout, _ := kvRun(t, "", dir, "check")
 		if code != 0 || !strings.Contains(stdout, "note: "+filepath.Join(dir, newest)) || !strings.Contains(stdout, "torn tail") {
