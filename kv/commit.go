@@ -575,14 +575,17 @@ func (s *Store) ack(g *group) {
 	}
 }
 
-// fail answers the requests of g that have no error of their own with
-// ErrFailed wrapping err.
+// fail answers every request of g with ErrFailed wrapping err, and a zero
+// result. An error a request already had is dropped too: take computed
+// ErrFenced, ErrNotFound, ErrNotInteger or ErrOverflow against the
+// group's earlier requests, whose records were in the failed append or
+// sync and whose outcome is therefore unknown, so such an error may
+// describe a state that never becomes durable (a fence key the group
+// created, a key it deleted).
 func (s *Store) fail(g *group, err error) {
 	for _, r := range g.reqs {
-		if r.err == nil {
-			r.err = fmt.Errorf("%w: %w", ErrFailed, err)
-		}
-		r.res = TxnResult{}
+		r.err = fmt.Errorf("%w: %w", ErrFailed, err)
+		r.res, r.added = TxnResult{}, 0
 		r.finish()
 	}
 }

@@ -23,12 +23,15 @@ var ErrLocked = errors.New("kv: directory locked by another process")
 var ErrFenced = errors.New("kv: fencing token is stale")
 
 // ErrFailed is returned by every write after a write or sync of the log
-// failed. The store is fail-stop: it does not retry an fsync whose failure
-// may have dropped data, and refuses writes until it is reopened, when
-// recovery establishes what is durable. Reads go on working. The outcome
-// of a write that failed with ErrFailed is unknown, as after a timeout:
-// it may or may not be found after a reopen; nothing acknowledged is ever
-// lost.
+// failed, and by every write of the group commit whose write or sync
+// failed, even one that its evaluation refused (ErrFenced, ErrNotFound,
+// ErrNotInteger, ErrOverflow): that refusal may rest on earlier writes of
+// the same group, whose outcome is unknown. The store is fail-stop: it
+// does not retry an fsync whose failure may have dropped data, and refuses
+// writes until it is reopened, when recovery establishes what is durable.
+// Reads go on working. The outcome of a write that failed with ErrFailed
+// is unknown, as after a timeout: it may or may not be found after a
+// reopen; nothing acknowledged is ever lost.
 var ErrFailed = errors.New("kv: store failed and refuses writes until reopened")
 
 // ErrNotInteger is returned by Add when the key's value is not a decimal

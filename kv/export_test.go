@@ -6,3 +6,7 @@ func Unflushed(s *Store) int {
 	defer s.mu.RUnlock()
 	return s.m.Unflushed()
 }
+
+// Queued returns the number of writes waiting in the committer's queue,
+// not yet taken into a group.
+func Queued(s *Store) int { return len(s.reqs) }

@@ -6,9 +6,12 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/kvstore/kv/kv"
 	"github.com/kvstore/kv/recovery"
 	"github.com/kvstore/kv/vfs"
@@ -141,4 +144,164 @@ func failedSyncGroup(t *testing.T, bug recovery.Bug) (problems []string) {
 		errorf("after a process crash: %v, want %v or %v", got, want, withGroup)
 	}
 	return problems
+}
+
+// TestFailedGroupFailsEveryRequest fails a group whose requests include
+// refusals computed against the group's own earlier requests: a fenced
+// write on a key the group created, a Delete of a key the group deleted,
+// an Add on a key the group set to a non-integer. Those earlier requests'
+// records were in the failed append or sync, so their outcome is unknown
+// and the refusals may describe a state that never existed: every request
+// of the group must get ErrFailed wrapping the cause, with a zero result,
+// and none of the sentinels its evaluation gave.
+func TestFailedGroupFailsEveryRequest(t *testing.T) {
+	tests := []struct {
+		name string
+		// failSync fails the group's fdatasync; otherwise its write.
+		failSync bool
+	}{
+		{name: "sync fails", failSync: true},
+		{name: "append fails", failSync: false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) { failedGroupOwnErrors(t, tc.failSync) })
+	}
+}
+
+// outcome is what a write of TestFailedGroupFailsEveryRequest returned.
+type outcome struct {
+	Rev   kv.Revision
+	Added int64
+	Res   kv.TxnResult
+	err   error
+}
+
+func failedGroupOwnErrors(t *testing.T, failSync bool) {
+	h := &hookFS{FS: vfs.NewMem()}
+	s, _ := memStore(t, &kv.Options{FS: h})
+	if _, err := s.Put([]byte("a"), []byte("1")); err != nil {
+		t.Fatal(err)
+	}
+	// Hold the sync of write X, so that the writes below queue behind it
+	// and form the next group; then fail that group.
+	var armed atomic.Bool
+	release := make(chan struct{})
+	entered := make(chan struct{}, 1)
+	var held atomic.Bool
+	h.setSync(func(name string) error {
+		if !strings.Contains(name, "log.") {
+			return nil
+		}
+		if armed.Load() {
+			if failSync {
+				return &os.PathError{Op: "fdatasync", Path: name, Err: syscall.EIO}
+			}
+			return nil
+		}
+		if held.CompareAndSwap(false, true) {
+			entered <- struct{}{}
+			<-release
+		}
+		return nil
+	})
+	if !failSync {
+		h.setWrite(func(name string) error {
+			if armed.Load() && strings.Contains(name, "log.") {
+				return &os.PathError{Op: "write", Path: name, Err: syscall.EIO}
+			}
+			return nil
+		})
+	}
+	x := s.Submit(kv.PutOp([]byte("x"), []byte("X")))
+	<-entered
+
+	fence := kv.Fence{Key: []byte("L"), Token: 12345}
+	steps := []struct {
+		name string
+		run  func() outcome
+		// would is the error the write gets from its evaluation against
+		// the group's earlier writes, which must not reach the writer.
+		would error
+	}{
+		{name: "put L (creates the fence key)", run: func() outcome {
+			rev, added, err := s.Submit(kv.PutOp([]byte("L"), []byte("holder"))).Wait()
+			return outcome{Rev: rev, Added: added, err: err}
+		}},
+		{name: "fenced put on L, wrong token", would: kv.ErrFenced, run: func() outcome {
+			rev, err := s.Fenced(fence).Put([]byte("f"), []byte("v"))
+			return outcome{Rev: rev, err: err}
+		}},
+		{name: "delete a (in the group)", run: func() outcome {
+			rev, added, err := s.Submit(kv.DeleteOp([]byte("a"))).Wait()
+			return outcome{Rev: rev, Added: added, err: err}
+		}},
+		{name: "Delete a again", would: kv.ErrNotFound, run: func() outcome {
+			rev, err := s.Delete([]byte("a"))
+			return outcome{Rev: rev, err: err}
+		}},
+		{name: "put n to a non-integer", run: func() outcome {
+			rev, added, err := s.Submit(kv.PutOp([]byte("n"), []byte("seven"))).Wait()
+			return outcome{Rev: rev, Added: added, err: err}
+		}},
+		{name: "Add on n", would: kv.ErrNotInteger, run: func() outcome {
+			added, rev, err := s.Add([]byte("n"), 1)
+			return outcome{Rev: rev, Added: added, err: err}
+		}},
+		{name: "put m to the largest int64", run: func() outcome {
+			rev, added, err := s.Submit(kv.PutOp([]byte("m"), []byte("9223372036854775807"))).Wait()
+			return outcome{Rev: rev, Added: added, err: err}
+		}},
+		{name: "Add on m", would: kv.ErrOverflow, run: func() outcome {
+			added, rev, err := s.Add([]byte("m"), 1)
+			return outcome{Rev: rev, Added: added, err: err}
+		}},
+		{name: "Txn on L (would succeed)", run: func() outcome {
+			res, err := s.Txn(kv.Txn{If: []kv.Compare{kv.Exists([]byte("L"))}, Then: []kv.Op{kv.PutOp([]byte("t"), []byte("y"))}})
+			return outcome{Res: res, err: err}
+		}},
+		{name: "Add on b (would succeed)", run: func() outcome {
+			added, rev, err := s.Add([]byte("b"), 5)
+			return outcome{Rev: rev, Added: added, err: err}
+		}},
+	}
+	outs := make([]chan outcome, len(steps))
+	for i, st := range steps {
+		outs[i] = make(chan outcome, 1)
+		go func() { outs[i] <- st.run() }()
+		// Queue the writes in order: each is in the committer's queue
+		// before the next starts.
+		deadline := time.Now().Add(10 * time.Second)
+		for kv.Queued(s) < i+1 {
+			if time.Now().After(deadline) {
+				t.Fatalf("step %q never queued", st.name)
+			}
+			time.Sleep(50 * time.Microsecond)
+		}
+	}
+	armed.Store(true)
+	close(release)
+	if _, _, err := x.Wait(); err != nil {
+		t.Fatalf("X: %v", err)
+	}
+	for i, st := range steps {
+		got := <-outs[i]
+		if !errors.Is(got.err, kv.ErrFailed) || !errors.Is(got.err, syscall.EIO) {
+			t.Errorf("%s: %v, want ErrFailed wrapping the EIO", st.name, got.err)
+		}
+		if st.would != nil && errors.Is(got.err, st.would) {
+			t.Errorf("%s: %v matches %v, computed against the failed group's own writes", st.name, got.err, st.would)
+		}
+		for _, sentinel := range []error{kv.ErrFenced, kv.ErrNotFound, kv.ErrNotInteger, kv.ErrOverflow} {
+			if st.would == nil && errors.Is(got.err, sentinel) {
+				t.Errorf("%s: %v matches %v", st.name, got.err, sentinel)
+			}
+		}
+		got.err = nil
+		if d := cmp.Diff(outcome{}, got, cmp.AllowUnexported(outcome{})); d != "" {
+			t.Errorf("%s: result of a failed write (-want +got):\n%s", st.name, d)
+		}
+	}
+	if got, want := dumpStore(s), map[string]string{"a": "1", "x": "X"}; !mapsEqual(got, want) {
+		t.Errorf("visible after the failed group: %v, want %v", got, want)
+	}
 }

@@ -9,12 +9,14 @@ import (
 	"github.com/kvstore/kv/vfs"
 )
 
-// hookFS wraps a vfs.FS and calls onSync before every file sync, so that
-// tests can block or fail syncs.
+// hookFS wraps a vfs.FS and calls onSync before every file sync, and
+// onWrite before every positional write, so that tests can block or fail
+// them.
 type hookFS struct {
 	vfs.FS
-	mu     sync.Mutex
-	onSync func(name string) error
+	mu      sync.Mutex
+	onSync  func(name string) error
+	onWrite func(name string) error
 }
 
 func (h *hookFS) hook(name string) error {
@@ -33,6 +35,22 @@ func (h *hookFS) setSync(f func(name string) error) {
 	h.mu.Unlock()
 }
 
+func (h *hookFS) setWrite(f func(name string) error) {
+	h.mu.Lock()
+	h.onWrite = f
+	h.mu.Unlock()
+}
+
+func (h *hookFS) writeHook(name string) error {
+	h.mu.Lock()
+	f := h.onWrite
+	h.mu.Unlock()
+	if f == nil {
+		return nil
+	}
+	return f(name)
+}
+
 func (h *hookFS) wrap(f vfs.File, err error) (vfs.File, error) {
 	if err != nil {
 		return nil, err
@@ -48,6 +66,13 @@ func (h *hookFS) OpenReadWrite(n string) (vfs.File, error) { return h.wrap(h.FS.
 type hookFile struct {
 	vfs.File
 	h *hookFS
+}
+
+func (f *hookFile) WriteAt(p []byte, off int64) (int, error) {
+	if err := f.h.writeHook(f.Name()); err != nil {
+		return 0, err
+	}
+	return f.File.WriteAt(p, off)
 }
 
 func (f *hookFile) Sync() error {
