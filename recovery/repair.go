@@ -3,8 +3,10 @@ package recovery
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"path"
+	"strconv"
 
 	"github.com/kvstore/kv/record"
 	"github.com/kvstore/kv/snapshot"
@@ -13,8 +15,47 @@ import (
 )
 
 // BrokenSuffix is appended to the name of every file Repair changes or
-// sets aside; the evidence is kept, never deleted.
+// sets aside; the evidence is kept, never deleted or overwritten. When
+// NAME.broken exists already (an earlier repair, or a rerun of one that
+// crashed), the evidence goes to the first free name among NAME.broken.1,
+// NAME.broken.2, ….
 const BrokenSuffix = ".broken"
+
+// maxBroken bounds the numbered evidence names tried for one file.
+const maxBroken = 10000
+
+// brokenName returns the first free name among name.broken,
+// name.broken.1, name.broken.2, …: free means that Stat finds nothing
+// under it.
+func brokenName(fsys vfs.FS, name string) (string, error) {
+	for i := 0; i < maxBroken; i++ {
+		cand := name + BrokenSuffix
+		if i > 0 {
+			cand += "." + strconv.Itoa(i)
+		}
+		err := mustBeFree(fsys, cand)
+		if err == nil {
+			return cand, nil
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			return "", err
+		}
+	}
+	return "", fmt.Errorf("recovery: %s%s through .%d all exist; move old evidence away", name, BrokenSuffix, maxBroken-1)
+}
+
+// mustBeFree returns nil when nothing exists under name, and an error
+// matching fs.ErrExist when something does.
+func mustBeFree(fsys vfs.FS, name string) error {
+	_, err := fsys.Stat(name)
+	switch {
+	case err == nil:
+		return &fs.PathError{Op: "repair", Path: name, Err: fs.ErrExist}
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	}
+	return err
+}
 
 // RepairPlan is what Repair would do to a directory that Recover refuses.
 type RepairPlan struct {
@@ -42,6 +83,13 @@ func (p *RepairPlan) Empty() bool { return len(p.actions) == 0 }
 // segment's rest and every later segment) or, for a damaged snapshot, sets
 // it aside and starts from the segments that remain. A torn tail needs no
 // repair: recovery cuts it.
+//
+// Every file the plan changes is first copied, and every file it sets
+// aside is moved, to a free evidence name (see BrokenSuffix) that the plan
+// picks and its steps name. The caller must hold the directory's lock
+// exclusively (the store's LOCK file) from PlanRepair through Apply, so
+// that the names stay free; Apply checks again and refuses to replace
+// anything.
 func PlanRepair(fsys vfs.FS, dir string) (*RepairPlan, error) {
 	rep, err := Check(fsys, dir)
 	if err != nil {
@@ -89,8 +137,14 @@ func PlanRepair(fsys vfs.FS, dir string) (*RepairPlan, error) {
 	p.KeepThrough = keep
 	if cutOff >= 0 {
 		name := wal.SegmentPath(dir, cutSeg)
-		p.add(fmt.Sprintf("copy %s to %s, then cut it at offset %d", name, name+BrokenSuffix, cutOff), func(fsys vfs.FS) error {
-			if err := copyFile(fsys, name, name+BrokenSuffix); err != nil {
+		to, err := brokenName(fsys, name)
+		if err != nil {
+			return nil, err
+		}
+		p.add(fmt.Sprintf("copy %s to %s, then cut it at offset %d", name, to, cutOff), func(fsys vfs.FS) error {
+			// copyFile returns once the copy is durable under its name:
+			// only then may the original lose its tail.
+			if err := copyFile(fsys, name, to); err != nil {
 				return err
 			}
 			return truncate(fsys, name, cutOff)
@@ -98,8 +152,9 @@ func PlanRepair(fsys vfs.FS, dir string) (*RepairPlan, error) {
 		p.Drops = append(p.Drops, fmt.Sprintf("the rest of %s from offset %d: every record after revision %d in it", wal.SegmentName(cutSeg), cutOff, keep))
 	}
 	for _, s := range later {
-		name := wal.SegmentPath(dir, s)
-		p.add(fmt.Sprintf("move %s to %s", name, name+BrokenSuffix), func(fsys vfs.FS) error { return fsys.Rename(name, name+BrokenSuffix) })
+		if err := p.moveAside(fsys, wal.SegmentPath(dir, s)); err != nil {
+			return nil, err
+		}
 	}
 	if cutOff < 0 && rep.HasSnapshot && cutSeg == rep.Snapshot.Covered+1 {
 		// The segment after the snapshot's is missing, and every later
@@ -128,8 +183,9 @@ func PlanRepair(fsys vfs.FS, dir string) (*RepairPlan, error) {
 // gone, so the repaired store starts from an empty snapshot that covers
 // what precedes the remaining run of segments.
 func planSnapshot(fsys vfs.FS, dir string, rep *Report, p *RepairPlan) (*RepairPlan, error) {
-	name := path.Join(dir, snapshot.Name)
-	p.add(fmt.Sprintf("move %s to %s", name, name+BrokenSuffix), func(fsys vfs.FS) error { return fsys.Rename(name, name+BrokenSuffix) })
+	if err := p.moveAside(fsys, path.Join(dir, snapshot.Name)); err != nil {
+		return nil, err
+	}
 	p.Drops = append(p.Drops, "every key stored in the snapshot")
 	// Keep the newest contiguous run of segments that starts with a record
 	// or is empty, and set aside older ones.
@@ -145,8 +201,9 @@ func planSnapshot(fsys vfs.FS, dir string, rep *Report, p *RepairPlan) (*RepairP
 		start = i
 	}
 	for _, s := range segs[:start] {
-		n := wal.SegmentPath(dir, s.Segment)
-		p.add(fmt.Sprintf("move %s to %s", n, n+BrokenSuffix), func(fsys vfs.FS) error { return fsys.Rename(n, n+BrokenSuffix) })
+		if err := p.moveAside(fsys, wal.SegmentPath(dir, s.Segment)); err != nil {
+			return nil, err
+		}
 		p.Drops = append(p.Drops, fmt.Sprintf("segment %s", wal.SegmentName(s.Segment)))
 	}
 	// Revisions must not go backwards: start after the highest revision
@@ -206,31 +263,52 @@ func (p *RepairPlan) Apply(fsys vfs.FS, step func(string)) error {
 	return nil
 }
 
+// moveAside adds the step that moves name to a free evidence name.
+func (p *RepairPlan) moveAside(fsys vfs.FS, name string) error {
+	to, err := brokenName(fsys, name)
+	if err != nil {
+		return err
+	}
+	p.add(fmt.Sprintf("move %s to %s", name, to), func(fsys vfs.FS) error {
+		// A rename would replace whatever is at to: the name was free
+		// when planned, and the lock keeps it so, but evidence is
+		// never risked on that.
+		if err := mustBeFree(fsys, to); err != nil {
+			return err
+		}
+		// Moved, not copied: the file keeps its bytes under a name
+		// recovery ignores. The plan's last step syncs the directory;
+		// a crash before it leaves the file under its old name, or the
+		// new, and a rerun plans the move again to a free name.
+		return fsys.Rename(name, to)
+	})
+	return nil
+}
+
+// copyFile copies from to to, which must not exist, and returns once the
+// copy is durable under that name. It never replaces a file: the bytes go
+// to a temporary name first (to.tmp, which is not evidence: a stale one is
+// left by a copy that crashed before its rename), are synced and renamed
+// to to, and the directory is synced (vfs.Publish).
 func copyFile(fsys vfs.FS, from, to string) error {
-	b, err := vfs.ReadFile(fsys, from)
+	if err := mustBeFree(fsys, to); err != nil {
+		return err
+	}
+	src, err := fsys.Open(from)
 	if err != nil {
 		return err
 	}
-	if err := fsys.Remove(to); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
-	}
-	f, err := fsys.Create(to)
+	defer src.Close()
+	fi, err := src.Stat()
 	if err != nil {
 		return err
 	}
-	if _, err := f.WriteAt(b, 0); err != nil {
-		f.Close()
-		return err
-	}
-	// The evidence must be durable before the original is cut.
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return vfs.SyncDir(fsys, path.Dir(to))
+	return vfs.Publish(fsys, path.Dir(to), path.Base(to), vfs.PublishOptions{}, func(w io.Writer) error {
+		if _, err := io.Copy(w, io.NewSectionReader(src, 0, fi.Size())); err != nil {
+			return fmt.Errorf("recovery: copy %s to %s: %w", from, to, err)
+		}
+		return nil
+	})
 }
 
 func truncate(fsys vfs.FS, name string, size int64) error {
@@ -240,6 +318,8 @@ func truncate(fsys vfs.FS, name string, size int64) error {
 	}
 	err = f.Truncate(size)
 	if err == nil {
+		// The cut must be durable before the repair reports success: the
+		// next open would otherwise find the corrupt record again.
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {

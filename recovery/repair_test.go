@@ -1,10 +1,16 @@
 package recovery_test
 
 import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/kvstore/kv/record"
 	"github.com/kvstore/kv/recovery"
 	"github.com/kvstore/kv/snapshot"
 	"github.com/kvstore/kv/vfs"
@@ -138,5 +144,265 @@ func TestCheckClean(t *testing.T) {
 	plan, _ := recovery.PlanRepair(fsys, dir)
 	if !plan.Empty() {
 		t.Errorf("repair plan for a clean dir: %v", plan.Steps)
+	}
+}
+
+// writeTwoSegments writes the article's operations in two segments: the
+// first ten in log.000001, sealed, the rest in log.000002.
+func writeTwoSegments(tb testing.TB, fsys vfs.FS, dir string) {
+	tb.Helper()
+	ops := articleOps()
+	w, err := wal.Create(fsys, dir, 1, wal.Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for i, op := range ops {
+		if i == 10 {
+			if _, err := w.Rotate(); err != nil {
+				tb.Fatal(err)
+			}
+		}
+		p := record.Append(nil, &record.Record{Revision: record.Revision(i + 1), Ops: []record.Op{op}})
+		if _, err := w.Append(p); err != nil {
+			tb.Fatal(err)
+		}
+		if err := w.Sync(); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// evidence returns the files of dir whose name has the BrokenSuffix, with
+// their bytes. A copy still under its temporary name (NAME.broken.tmp) is
+// not evidence: the original is cut only once its copy is published.
+func evidence(tb testing.TB, fsys vfs.FS, dir string) map[string]string {
+	tb.Helper()
+	out := map[string]string{}
+	for n, b := range files(tb, fsys, dir) {
+		if strings.Contains(n, recovery.BrokenSuffix) && !strings.HasSuffix(n, ".tmp") {
+			out[n] = b
+		}
+	}
+	return out
+}
+
+// TestRepairCrashKeepsEvidence crashes a repair after each of its file
+// operations in turn, and reruns the repair (PlanRepair and Apply) on what
+// a process crash and a power loss leave. The rerun must overwrite no
+// .broken file, some .broken file must hold each original exactly, and
+// the directory must then recover. The state after the cut of log.000001
+// and before log.000002 is moved aside is the one that used to lose the
+// original: the rerun copied the cut file over log.000001.broken.
+func TestRepairCrashKeepsEvidence(t *testing.T) {
+	orig, dir := newDir(t)
+	writeTwoSegments(t, orig, dir)
+	seg1 := wal.SegmentPath(dir, 1)
+	sp := recordSpans(t, orig, dir, 1)
+	b, _ := vfs.ReadFile(orig, seg1)
+	b[sp[5][0]+30] ^= 0xff // record 6 of the sealed segment
+	rewrite(t, orig, seg1, b)
+	originals := files(t, orig, dir)
+	// What a power loss keeps of them: the mark the writer's Close left
+	// at the end of log.000002 was never synced.
+	durable := files(t, orig.CrashClone(), dir)
+	want := mapAfter(t, articleOps(), 5)
+
+	cutStates := 0
+	for budget := 0; ; budget++ {
+		base := orig.Clone()
+		plan, err := recovery.PlanRepair(base, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = plan.Apply(&crashFS{FS: base, budget: budget}, nil)
+		if err != nil && !errors.Is(err, errCrashed) {
+			t.Fatalf("crash after op %d: repair: %v", budget, err)
+		}
+		for _, st := range []struct {
+			name string
+			fs   *vfs.MemFS
+		}{{"process", base.Clone()}, {"power", base.CrashClone()}} {
+			state := fmt.Sprintf("%s crash after op %d", st.name, budget)
+			cur := files(t, st.fs, dir)
+			if c, ok := cur["log.000001"]; ok && len(c) < len(originals["log.000001"]) && cur["log.000002"] != "" {
+				cutStates++
+			}
+			before := evidence(t, st.fs, dir)
+			plan, err := recovery.PlanRepair(st.fs, dir)
+			if err != nil {
+				t.Fatalf("%s: plan of the rerun: %v", state, err)
+			}
+			if err := plan.Apply(st.fs, nil); err != nil {
+				t.Fatalf("%s: rerun: %v (plan %q)", state, err, plan.Steps)
+			}
+			after := evidence(t, st.fs, dir)
+			for n, old := range before {
+				if after[n] != old {
+					t.Errorf("%s: the rerun (plan %q) overwrote %s: %d bytes, were %d", state, plan.Steps, n, len(after[n]), len(old))
+				}
+			}
+			for _, o := range []string{"log.000001", "log.000002"} {
+				found := false
+				for _, e := range after {
+					found = found || e == originals[o] || st.name == "power" && e == durable[o]
+				}
+				if !found {
+					t.Errorf("%s: no .broken file holds the original %s: %v", state, o, slices.Sorted(maps.Keys(after)))
+				}
+			}
+			res, err := recovery.Recover(st.fs, dir, recovery.Options{})
+			if err != nil {
+				t.Fatalf("%s: Recover after the rerun: %v", state, err)
+			}
+			res.Writer.Close()
+			if d := cmp.Diff(want, dump(res.Map)); d != "" {
+				t.Errorf("%s: map after the rerun (-want +got):\n%s", state, d)
+			}
+		}
+		if err == nil {
+			break
+		}
+	}
+	if cutStates == 0 {
+		t.Error("no crash state had log.000001 cut and log.000002 still in place")
+	}
+}
+
+// TestRepairKeepsOlderEvidence repairs a damaged snapshot and a damaged
+// log in directories that already hold .broken files from an earlier
+// repair: they must be kept byte for byte, and the new evidence go to the
+// next free number, named so in the plan.
+func TestRepairKeepsOlderEvidence(t *testing.T) {
+	tests := []struct {
+		name   string
+		damage func(t *testing.T, fsys *vfs.MemFS, dir string)
+		old    []string // evidence already there
+		// want maps the name the new evidence must have to the file whose
+		// bytes it must hold, as they were before the repair.
+		want map[string]string
+	}{
+		{
+			name: "snapshot",
+			damage: func(t *testing.T, fsys *vfs.MemFS, dir string) {
+				writeLog(t, fsys, dir, 1, 1, articleOps())
+				res, err := recovery.Recover(fsys, dir, recovery.Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				res.Writer.Close()
+				name := dir + "/" + snapshot.Name
+				b, _ := vfs.ReadFile(fsys, name)
+				b[len(b)-5] ^= 1
+				rewrite(t, fsys, name, b)
+			},
+			old:  []string{"snapshot.broken"},
+			want: map[string]string{"snapshot.broken.1": "snapshot"},
+		},
+		{
+			name: "snapshot, two older",
+			damage: func(t *testing.T, fsys *vfs.MemFS, dir string) {
+				writeLog(t, fsys, dir, 1, 1, articleOps())
+				res, err := recovery.Recover(fsys, dir, recovery.Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				res.Writer.Close()
+				name := dir + "/" + snapshot.Name
+				b, _ := vfs.ReadFile(fsys, name)
+				b[len(b)-5] ^= 1
+				rewrite(t, fsys, name, b)
+			},
+			old:  []string{"snapshot.broken", "snapshot.broken.1"},
+			want: map[string]string{"snapshot.broken.2": "snapshot"},
+		},
+		{
+			name: "log cut and later segment moved",
+			damage: func(t *testing.T, fsys *vfs.MemFS, dir string) {
+				writeTwoSegments(t, fsys, dir)
+				seg1 := wal.SegmentPath(dir, 1)
+				sp := recordSpans(t, fsys, dir, 1)
+				b, _ := vfs.ReadFile(fsys, seg1)
+				b[sp[5][0]+30] ^= 0xff
+				rewrite(t, fsys, seg1, b)
+			},
+			old:  []string{"log.000001.broken", "log.000002.broken"},
+			want: map[string]string{"log.000001.broken.1": "log.000001", "log.000002.broken.1": "log.000002"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			fsys, dir := newDir(t)
+			tc.damage(t, fsys, dir)
+			for _, n := range tc.old {
+				rewrite(t, fsys, dir+"/"+n, []byte("evidence of an earlier repair: "+n))
+			}
+			before := files(t, fsys, dir)
+			plan, err := recovery.PlanRepair(fsys, dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for n := range tc.want {
+				if !strings.Contains(strings.Join(plan.Steps, "\n"), dir+"/"+n) {
+					t.Errorf("no step of the plan names %s:\n%s", n, strings.Join(plan.Steps, "\n"))
+				}
+			}
+			if err := plan.Apply(fsys, nil); err != nil {
+				t.Fatal(err)
+			}
+			after := files(t, fsys, dir)
+			for _, n := range tc.old {
+				if after[n] != before[n] {
+					t.Errorf("%s was replaced: now %d bytes, %q...", n, len(after[n]), after[n][:min(len(after[n]), 16)])
+				}
+			}
+			for n, from := range tc.want {
+				if after[n] != before[from] {
+					t.Errorf("%s: %d bytes, want the %d bytes of %s before the repair", n, len(after[n]), len(before[from]), from)
+				}
+			}
+			res, err := recovery.Recover(fsys, dir, recovery.Options{})
+			if err != nil {
+				t.Fatalf("Recover after repair: %v (plan %q)", err, plan.Steps)
+			}
+			res.Writer.Close()
+		})
+	}
+}
+
+// TestRepairApplyRefusesTakenName takes a name the plan picked before the
+// plan is applied (which the store's lock prevents in use): Apply must
+// fail with fs.ErrExist and leave that file as it was.
+func TestRepairApplyRefusesTakenName(t *testing.T) {
+	tests := []struct {
+		name  string
+		taken string
+	}{
+		{name: "copy of the cut segment", taken: "log.000001.broken"},
+		{name: "move of a later segment", taken: "log.000002.broken"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			fsys, dir := newDir(t)
+			writeTwoSegments(t, fsys, dir)
+			seg1 := wal.SegmentPath(dir, 1)
+			sp := recordSpans(t, fsys, dir, 1)
+			b, _ := vfs.ReadFile(fsys, seg1)
+			b[sp[5][0]+30] ^= 0xff
+			rewrite(t, fsys, seg1, b)
+			plan, err := recovery.PlanRepair(fsys, dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rewrite(t, fsys, dir+"/"+tc.taken, []byte("came after the plan"))
+			if err := plan.Apply(fsys, nil); !errors.Is(err, fs.ErrExist) {
+				t.Errorf("Apply: %v, want an error matching fs.ErrExist", err)
+			}
+			if got, _ := vfs.ReadFile(fsys, dir+"/"+tc.taken); string(got) != "came after the plan" {
+				t.Errorf("%s replaced: %d bytes", tc.taken, len(got))
+			}
+		})
 	}
 }

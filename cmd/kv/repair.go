@@ -20,10 +20,13 @@ func newRepairCmd(g *globalOpts) *cobra.Command {
 		Short: "Make a corrupt directory recoverable again, keeping the evidence",
 		Long: `repair is the explicit, logged way out of corruption that recovery
 refuses. It copies every file it changes, or moves it, to NAME.broken
-first; then it cuts the log at the first corrupt record and sets aside
-every later segment, or, for a damaged snapshot, sets it aside and starts
-from an empty snapshot that keeps revisions from going backwards. It
-prints each step and exactly which committed data it drops.
+first (NAME.broken.1, .2, … when that name is taken: evidence is never
+overwritten, not even by a rerun after a repair that crashed); then it
+cuts the log at the first corrupt record and sets aside every later
+segment, or, for a damaged snapshot, sets it aside and starts from an
+empty snapshot that keeps revisions from going backwards. It prints each
+step and exactly which committed data it drops. It holds the directory's
+lock throughout.
 
 Without --yes it only prints the plan, and refuses (exit 1) when the plan
 drops committed records. A torn tail needs no repair: recovery cuts it.`,
