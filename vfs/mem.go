@@ -145,12 +145,12 @@ func (m *MemFS) open(op, name string, writable, wantDir bool) (File, error) {
 	if err != nil {
 		return nil, err
 	}
-	if n.isDir != wantDir {
-		e := fs.ErrInvalid
-		if n.isDir {
-			e = errors.New("is a directory")
-		}
-		return nil, &os.PathError{Op: op, Path: name, Err: e}
+	if n.isDir && !wantDir {
+		// As on the OS: Open and OpenReadWrite open regular files only.
+		return nil, notRegular(name, "directory")
+	}
+	if !n.isDir && wantDir {
+		return nil, &os.PathError{Op: op, Path: name, Err: fs.ErrInvalid}
 	}
 	return &memFile{fs: m, n: n, name: name, writable: writable}, nil
 }

@@ -45,20 +45,91 @@ func (o osFS) Create(name string) (File, error) {
 	return &osFile{f: f}, nil
 }
 
-func (osFS) Open(name string) (File, error) {
-	f, err := os.OpenFile(name, os.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, err
+func (osFS) Open(name string) (File, error) { return openRegular(name, unix.O_RDONLY) }
+
+func (osFS) OpenReadWrite(name string) (File, error) { return openRegular(name, unix.O_RDWR) }
+
+// openRegular opens name, which must be a regular file, with flag
+// (O_RDONLY or O_RDWR). The store reads and writes only regular files it
+// created: anything else under one of their names was planted, and
+// reading it as a segment (and cutting a "torn tail" off it) would write
+// through a symbolic link to a file outside the directory.
+//
+// O_NOFOLLOW makes the open fail with ELOOP on a symbolic link rather
+// than open its target; O_NONBLOCK makes it return at once on a FIFO,
+// which would otherwise wait for a writer (on a regular file it has no
+// effect, and it is cleared before the file is used). fstat on the
+// descriptor then checks what was opened, with no window for the name to
+// change in between.
+func openRegular(name string, flag int) (File, error) {
+	var fd int
+	var err error
+	for {
+		fd, err = unix.Open(name, flag|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+		if err != unix.EINTR {
+			break
+		}
 	}
-	return &osFile{f: f}, nil
+	if err != nil {
+		switch err {
+		case unix.ELOOP:
+			// O_NOFOLLOW met a symbolic link as the last component.
+			return nil, notRegular(name, "symbolic link")
+		case unix.EISDIR, unix.ENXIO:
+			// A directory opened for writing, or a socket: say what the
+			// name is, as fstat would have.
+			var st unix.Stat_t
+			if unix.Lstat(name, &st) == nil && st.Mode&unix.S_IFMT != unix.S_IFREG {
+				return nil, notRegular(name, fileKind(st.Mode))
+			}
+		}
+		return nil, &os.PathError{Op: "open", Path: name, Err: err}
+	}
+	var st unix.Stat_t
+	for {
+		err = unix.Fstat(fd, &st)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	if err == nil && st.Mode&unix.S_IFMT != unix.S_IFREG {
+		unix.Close(fd)
+		return nil, notRegular(name, fileKind(st.Mode))
+	}
+	if err == nil {
+		err = unix.SetNonblock(fd, false)
+	}
+	if err != nil {
+		unix.Close(fd)
+		return nil, &os.PathError{Op: "fstat", Path: name, Err: err}
+	}
+	return &osFile{f: os.NewFile(uintptr(fd), name)}, nil
 }
 
-func (osFS) OpenReadWrite(name string) (File, error) {
-	f, err := os.OpenFile(name, os.O_RDWR|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, err
+// fileKind names the type of a file in the words of notRegular.
+func fileKind(mode uint32) string {
+	switch mode & unix.S_IFMT {
+	case unix.S_IFLNK:
+		return "symbolic link"
+	case unix.S_IFDIR:
+		return "directory"
+	case unix.S_IFIFO:
+		return "FIFO"
+	case unix.S_IFSOCK:
+		return "socket"
+	case unix.S_IFCHR:
+		return "character device"
+	case unix.S_IFBLK:
+		return "block device"
 	}
-	return &osFile{f: f}, nil
+	return fmt.Sprintf("file of type %#o", mode&unix.S_IFMT)
+}
+
+// notRegular is the error of an open of name, which is a kind (a
+// directory, a FIFO, …) rather than a regular file: an *os.PathError
+// naming the file, matching ErrNotRegular.
+func notRegular(name, kind string) error {
+	return &os.PathError{Op: "open", Path: name, Err: fmt.Errorf("%w (%s)", ErrNotRegular, kind)}
 }
 
 func (osFS) OpenDir(name string) (File, error) {

@@ -19,11 +19,16 @@ type FS interface {
 	// synced (name).
 	Create(name string) (File, error)
 
-	// Open opens an existing file for reading.
+	// Open opens an existing regular file for reading. It never follows
+	// a symbolic link and never waits on a FIFO: a name that is not a
+	// regular file (a symbolic link, directory, FIFO, socket or device)
+	// fails with an *os.PathError naming it, saying what it is, and
+	// matching ErrNotRegular.
 	Open(name string) (File, error)
 
-	// OpenReadWrite opens an existing file for reading and writing at
-	// explicit offsets. It makes nothing durable.
+	// OpenReadWrite opens an existing regular file for reading and
+	// writing at explicit offsets, and refuses anything else as Open
+	// does. It makes nothing durable.
 	OpenReadWrite(name string) (File, error)
 
 	// OpenDir opens a directory so that Sync on the result makes its

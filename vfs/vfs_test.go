@@ -5,12 +5,16 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"net"
 	"os"
 	"path"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"golang.org/x/sys/unix"
 
 	"github.com/kvstore/kv/vfs"
 )
@@ -328,6 +332,22 @@ func TestConformance(t *testing.T) {
 				if !strings.Contains(err.Error(), p) {
 					t.Errorf("%s(missing) error %q does not name %s", op.name, err, p)
 				}
+			}
+		}},
+		{"open a directory is not a regular file", func(t *testing.T, fsys vfs.FS, dir string) {
+			p := path.Join(dir, "sub")
+			if err := fsys.MkdirAll(p, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			for _, open := range []struct {
+				name string
+				open func(string) (vfs.File, error)
+			}{{"Open", fsys.Open}, {"OpenReadWrite", fsys.OpenReadWrite}} {
+				f, err := open.open(p)
+				if err == nil {
+					f.Close()
+				}
+				checkNotRegular(t, open.name, p, "directory", err)
 			}
 		}},
 		{"open read-only rejects writes", func(t *testing.T, fsys vfs.FS, dir string) {
@@ -662,6 +682,124 @@ func TestWillNeed(t *testing.T) {
 			b := make([]byte, 5)
 			if _, err := f.ReadAt(b, 0); err != nil || string(b) != "hello" {
 				t.Fatalf("after WillNeed: %q, %v", b, err)
+			}
+		})
+	}
+}
+
+// checkNotRegular checks that err, from opening name with op, is an
+// *os.PathError naming name, matching vfs.ErrNotRegular and saying that
+// the name is a kind.
+func checkNotRegular(t *testing.T, op, name, kind string, err error) {
+	t.Helper()
+	var pe *os.PathError
+	switch {
+	case err == nil:
+		t.Errorf("%s(%s) of a %s succeeded", op, name, kind)
+	case !errors.Is(err, vfs.ErrNotRegular):
+		t.Errorf("%s(%s) of a %s: %v, want an error matching vfs.ErrNotRegular", op, name, kind, err)
+	case !errors.As(err, &pe) || pe.Path != name:
+		t.Errorf("%s(%s) of a %s: %v, want an *os.PathError naming %s", op, name, kind, err, name)
+	case !strings.Contains(err.Error(), kind):
+		t.Errorf("%s(%s): %v does not say it is a %s", op, name, err, kind)
+	}
+}
+
+// TestOSRefusesNonRegular plants what the store never creates under a
+// file's name: Open and OpenReadWrite must refuse each with ErrNotRegular
+// saying what it is, at once (a FIFO without a writer must not block the
+// open), and never change what a symbolic link points to.
+func TestOSRefusesNonRegular(t *testing.T) {
+	tests := []struct {
+		name string
+		kind string
+		// plant makes name something other than a regular file.
+		plant func(t *testing.T, name string)
+	}{
+		{name: "symlink to a file", kind: "symbolic link", plant: func(t *testing.T, name string) {
+			target := filepath.Join(t.TempDir(), "target")
+			if err := os.WriteFile(target, []byte("precious"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(target, name); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "dangling symlink", kind: "symbolic link", plant: func(t *testing.T, name string) {
+			if err := os.Symlink(filepath.Join(t.TempDir(), "nothing"), name); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "symlink to a directory", kind: "symbolic link", plant: func(t *testing.T, name string) {
+			if err := os.Symlink(t.TempDir(), name); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "directory", kind: "directory", plant: func(t *testing.T, name string) {
+			if err := os.Mkdir(name, 0o700); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "FIFO", kind: "FIFO", plant: func(t *testing.T, name string) {
+			if err := unix.Mkfifo(name, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "socket", kind: "socket", plant: func(t *testing.T, name string) {
+			l, err := net.Listen("unix", name)
+			if err != nil {
+				t.Skip(err)
+			}
+			t.Cleanup(func() { l.Close() })
+		}},
+		{name: "character device", kind: "character device", plant: func(t *testing.T, name string) {
+			// Devices cannot be made without privileges: open one where
+			// it is.
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			name := filepath.Join(t.TempDir(), "log.000001")
+			if tc.kind == "character device" {
+				name = os.DevNull
+			}
+			tc.plant(t, name)
+			var target []byte
+			if dst, err := os.Readlink(name); err == nil {
+				target, _ = os.ReadFile(dst)
+			}
+			for _, open := range []struct {
+				name string
+				open func(string) (vfs.File, error)
+			}{{"Open", vfs.OS.Open}, {"OpenReadWrite", vfs.OS.OpenReadWrite}} {
+				type result struct {
+					f   vfs.File
+					err error
+				}
+				done := make(chan result, 1)
+				go func() {
+					f, err := open.open(name)
+					done <- result{f, err}
+				}()
+				var r result
+				select {
+				case r = <-done:
+				case <-time.After(5 * time.Second):
+					// Let a blocked open of a FIFO return.
+					if w, err := os.OpenFile(name, os.O_WRONLY|unix.O_NONBLOCK, 0); err == nil {
+						w.Close()
+					}
+					t.Fatalf("%s(%s) of a %s blocked", open.name, name, tc.kind)
+				}
+				if r.f != nil {
+					r.f.Close()
+				}
+				checkNotRegular(t, open.name, name, tc.kind, r.err)
+			}
+			if dst, err := os.Readlink(name); err == nil {
+				if got, _ := os.ReadFile(dst); !bytes.Equal(got, target) {
+					t.Errorf("the symlink's target changed: %q, was %q", got, target)
+				}
 			}
 		})
 	}

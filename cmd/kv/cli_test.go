@@ -7,7 +7,9 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/kvstore/kv/kv"
@@ -130,6 +132,80 @@ func TestCorruptDirectory(t *testing.T) {
 	code, stdout, stderr = kvRun(t, "", dir, "dump")
 	if code != 0 || stdout != "c=1\n" {
 		t.Errorf("dump after repair: exit %d, %q, %q", code, stdout, stderr)
+	}
+}
+
+// TestNonRegularSegment plants a symbolic link and a FIFO under a
+// segment's name: dump must fail at once with one line naming the file
+// and what it is, exit 1, and leave the link's target as it was.
+func TestNonRegularSegment(t *testing.T) {
+	tests := []struct {
+		name  string
+		kind  string
+		plant func(t *testing.T, name string)
+	}{
+		{name: "symlink", kind: "symbolic link", plant: func(t *testing.T, name string) {
+			target := filepath.Join(t.TempDir(), "notes.txt")
+			if err := os.WriteFile(target, []byte("precious: not a segment\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(target, name); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "FIFO", kind: "FIFO", plant: func(t *testing.T, name string) {
+			if err := syscall.Mkfifo(name, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "data")
+			if err := os.Mkdir(dir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			seg := filepath.Join(dir, "log.000001")
+			tc.plant(t, seg)
+			var target string
+			if dst, err := os.Readlink(seg); err == nil {
+				target = dst
+			}
+			var before []byte
+			if target != "" {
+				before, _ = os.ReadFile(target)
+			}
+			for _, args := range [][]string{{dir, "dump"}, {"dump", dir}, {dir, "dump", "--read-only"}} {
+				type result struct {
+					code           int
+					stdout, stderr string
+				}
+				done := make(chan result, 1)
+				go func() {
+					code, stdout, stderr := kvRun(t, "", args...)
+					done <- result{code, stdout, stderr}
+				}()
+				var r result
+				select {
+				case r = <-done:
+				case <-time.After(5 * time.Second):
+					if w, err := os.OpenFile(seg, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+						w.Close()
+					}
+					t.Fatalf("kv %s blocked on the %s", strings.Join(args, " "), tc.kind)
+				}
+				want := fmt.Sprintf("kv: open %s: vfs: not a regular file (%s)\n", seg, tc.kind)
+				if r.code != 1 || r.stdout != "" || r.stderr != want {
+					t.Errorf("kv %s: exit %d, stdout %q, stderr %q; want exit 1, stderr %q",
+						strings.Join(args, " "), r.code, r.stdout, r.stderr, want)
+				}
+			}
+			if target != "" {
+				if after, _ := os.ReadFile(target); !bytes.Equal(before, after) {
+					t.Errorf("the link's target changed: %q, was %q", after, before)
+				}
+			}
+		})
 	}
 }
 
