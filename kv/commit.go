@@ -426,6 +426,12 @@ func (s *Store) take(r *request) {
 		r.res.Revision = g.rev
 		return
 	}
+	if g.rev >= record.MaxRevision {
+		// The next revision would not fit in the int64 that compares
+		// use, and a recovery would refuse the record: commit nothing.
+		r.err = fmt.Errorf("%w (revision %d)", ErrRevisionsExhausted, g.rev)
+		return
+	}
 	// Compute the new entries; a failing op fails the whole
 	// transaction and stages nothing.
 	next := g.rev + 1

@@ -12,7 +12,9 @@
 // backwards across any crash. Concurrent writers share one write and one
 // fdatasync (group commit); transactions are evaluated in commit order
 // against everything committed before them, and fenced writes fail with
-// ErrFenced, atomically, once their token is stale.
+// ErrFenced, atomically, once their token is stale. Revisions stop at
+// record.MaxRevision (2^63−1): a store there refuses writes with
+// ErrRevisionsExhausted.
 //
 // # Crash contract
 //

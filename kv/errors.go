@@ -41,6 +41,15 @@ var ErrNotInteger = errors.New("kv: value is not a decimal integer")
 // ErrOverflow is returned by Add when the result would not fit in an int64.
 var ErrOverflow = errors.New("kv: integer overflow")
 
+// ErrRevisionsExhausted is returned by a write that needs a revision
+// when the store is at record.MaxRevision, the largest revision it can
+// hold (FORMAT.md, "Revisions"). Nothing is written, and the store is not
+// failed: reads, and transactions whose branch taken has no operations,
+// go on working, and it reopens. No store reaches the limit by writing:
+// it means that a snapshot or log was crafted or restored with a
+// revision near it.
+var ErrRevisionsExhausted = errors.New("kv: no revision left: the store is at the largest revision")
+
 // ErrTooLarge is returned when a key, a value or a whole transaction is
 // over its configured limit.
 var ErrTooLarge = errors.New("kv: key or value too large")

@@ -55,7 +55,8 @@ func CompareValue(key []byte, c Cmp, value []byte) Compare {
 }
 
 // CompareModRev compares the revision that last changed key (0 if absent)
-// with rev.
+// with rev. Revisions are at most record.MaxRevision, the largest int64,
+// so the compare's int64 holds every one.
 func CompareModRev(key []byte, c Cmp, rev Revision) Compare {
 	return Compare{Key: key, Target: record.TargetModRev, Cmp: c, Num: int64(rev)}
 }

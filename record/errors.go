@@ -3,7 +3,8 @@ package record
 import "errors"
 
 // ErrCorrupt is returned by Decode when a payload does not follow the
-// record format: a length past the end, an unknown kind, trailing bytes.
+// record format: a length past the end, an unknown kind, trailing bytes,
+// a revision of 0 or above MaxRevision.
 var ErrCorrupt = errors.New("record: malformed record")
 
 // ErrNotInteger is returned by Apply when an add meets a value that is not

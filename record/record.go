@@ -16,6 +16,16 @@ type Revision uint64
 // String formats r in decimal.
 func (r Revision) String() string { return strconv.FormatUint(uint64(r), 10) }
 
+// MaxRevision is the largest revision a store can hold and continue from:
+// 2^63−1, the largest int64. Part of the on-disk format: a record, a
+// snapshot or a snapshot entry with a revision above it is corrupt.
+// Revisions are compared as int64 (a transaction's Compare.Num, as
+// kv.CompareModRev and kv.CompareCreateRev build it), so every revision
+// must fit in one; and no store gets near it by writing (at a million
+// records a second it takes 292,000 years), so a revision above it can
+// only come from a damaged or crafted file.
+const MaxRevision Revision = math.MaxInt64
+
 // Kind is the first byte of a record payload. Part of the on-disk format;
 // 0 is invalid.
 type Kind uint8
@@ -100,7 +110,7 @@ type Record struct {
 // Payload layout, all integers little-endian:
 //
 //	uint8  kind
-//	uint64 revision
+//	uint64 revision (1 to MaxRevision)
 //	put:    op body
 //	del:    op body
 //	add:    op body
@@ -324,6 +334,9 @@ func DecodeInto(p []byte, r *Record) error {
 	}
 	if r.Revision == 0 {
 		return fmt.Errorf("%w: revision 0", ErrCorrupt)
+	}
+	if r.Revision > MaxRevision {
+		return fmt.Errorf("%w: revision %d past the largest a store can hold, %d", ErrCorrupt, r.Revision, MaxRevision)
 	}
 	return nil
 }

@@ -68,7 +68,7 @@ func roundTripCases() []struct {
 		{"put", put(1, "key", "value")},
 		{"put empty key and value", put(2, "", "")},
 		{"put binary", put(3, "\x00\xff", "\x00\x01\x02")},
-		{"put big revision", put(math.MaxUint64, "k", "v")},
+		{"put big revision", put(record.MaxRevision, "k", "v")},
 		{"del", del(4, "key")},
 		{"del empty key", del(5, "")},
 		{"add", add(6, "n", 1)},
@@ -217,6 +217,9 @@ func TestDecodeErrors(t *testing.T) {
 		{"trailing bytes after txn", append(valid(txn(1, opPut("a", "b"))), 0)},
 		{"revision 0 put", valid(put(0, "k", "v"))},
 		{"revision 0 txn", valid(record.Record{Txn: true})},
+		{"revision past MaxRevision", valid(put(record.MaxRevision+1, "k", "v"))},
+		{"revision 2^64-1 del", valid(del(math.MaxUint64, "k"))},
+		{"revision 2^64-1 txn", valid(txn(math.MaxUint64, opPut("a", "b")))},
 		{"unknown txn flags", cat([]byte{4}, rev1, []byte{2}, le32(0), le32(0))},
 		{"compare target 0", cat(txnHead, le32(1), []byte{0, 1}, le32(0), make([]byte, 8), le32(0))},
 		{"compare target 6", cat(txnHead, le32(1), []byte{6, 1}, le32(0), make([]byte, 8), le32(0))},
@@ -244,6 +247,20 @@ func TestDecodeErrors(t *testing.T) {
 				t.Errorf("Decode returned a record with its error (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestDecodeMaxRevision checks that the largest revision decodes: a
+// store may hold it.
+func TestDecodeMaxRevision(t *testing.T) {
+	for _, r := range []record.Record{put(record.MaxRevision, "k", "v"), txn(record.MaxRevision, opPut("a", "b"))} {
+		got, err := record.Decode(record.Append(nil, &r))
+		if err != nil {
+			t.Fatalf("Decode of a record at MaxRevision: %v", err)
+		}
+		if got.Revision != record.MaxRevision {
+			t.Errorf("revision %d, want %d", got.Revision, record.MaxRevision)
+		}
 	}
 }
 
@@ -376,8 +393,8 @@ func FuzzDecode(f *testing.F) {
 			}
 			return
 		}
-		if r.Revision == 0 {
-			t.Fatal("Decode accepted revision 0")
+		if r.Revision == 0 || r.Revision > record.MaxRevision {
+			t.Fatalf("Decode accepted revision %d", r.Revision)
 		}
 		enc := record.Append(nil, &r)
 		if !bytes.Equal(p, enc) {

@@ -1,6 +1,7 @@
 package recovery_test
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -140,5 +141,38 @@ func TestParseBug(t *testing.T) {
 	}
 	if _, err := recovery.ParseBug("nope"); err == nil {
 		t.Error("ParseBug(nope) succeeded")
+	}
+}
+
+// TestRevisionPastMaxRefused puts a record at MaxRevision+1 after a
+// snapshot at MaxRevision: the revision is the next, but no store can
+// continue from it, so recovery must refuse it as corruption at that
+// record, and change nothing.
+func TestRevisionPastMaxRefused(t *testing.T) {
+	fsys, dir := newDir(t)
+	meta := snapshot.Meta{Covered: 0, Revision: record.MaxRevision}
+	if err := snapshot.Write(fsys, dir, meta, func(func(*record.Entry) bool) {}, snapshot.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	writeLog(t, fsys, dir, 1, record.MaxRevision+1, articleOps()[:1])
+	off := recordSpans(t, fsys, dir, 1)[0][0]
+	before := files(t, fsys, dir)
+	_, err := recovery.Recover(fsys, dir, recovery.Options{})
+	var ce *wal.CorruptError
+	switch {
+	case !recovery.IsCorrupt(err):
+		t.Errorf("Recover: %v, want corruption", err)
+	case !errors.As(err, &ce) || ce.File != wal.SegmentPath(dir, 1) || ce.Offset != off:
+		t.Errorf("Recover: %v, want corruption at %s offset %d", err, wal.SegmentPath(dir, 1), off)
+	}
+	if d := cmp.Diff(before, files(t, fsys, dir)); d != "" {
+		t.Errorf("a refused recovery changed files (-before +after):\n%s", d)
+	}
+	rep, err := recovery.Check(fsys, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Clean() {
+		t.Errorf("Check found the record at MaxRevision+1 clean")
 	}
 }

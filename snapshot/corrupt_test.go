@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"math"
 	"path"
 	"runtime"
 	"slices"
@@ -192,6 +193,16 @@ func TestMalformed(t *testing.T) {
 		{name: "entry with create revision 0", file: encode(t, meta, []*record.Entry{entry("a", "", 0, 2, 1), e2}), want: snapshot.ErrCorrupt, wantOff: entry1},
 		{name: "entry with version 0", file: encode(t, meta, []*record.Entry{entry("a", "", 1, 2, 0), e2}), want: snapshot.ErrCorrupt, wantOff: entry1},
 		{name: "entry with a negative version", file: encode(t, meta, []*record.Entry{entry("a", "", 1, 2, -1), e2}), want: snapshot.ErrCorrupt, wantOff: entry1},
+		{name: "valid at the largest revision", file: encode(t, snapshot.Meta{Covered: 4, Revision: record.MaxRevision, Count: 1},
+			[]*record.Entry{entry("a", "1", record.MaxRevision, record.MaxRevision, 1)})},
+		{name: "meta revision past the largest", file: specEnd(specFrame(specHeader(1), typeMeta, specMeta(4, uint64(record.MaxRevision)+1, 0)), 0),
+			want: snapshot.ErrCorrupt, wantOff: 8},
+		{name: "meta revision 2^64-1", file: specEnd(specFrame(specHeader(1), typeMeta, specMeta(4, math.MaxUint64, 0)), 0),
+			want: snapshot.ErrCorrupt, wantOff: 8},
+		{name: "entry and meta revisions 2^64-1", file: encode(t, snapshot.Meta{Covered: 4, Revision: math.MaxUint64, Count: 1},
+			[]*record.Entry{entry("a", "1", math.MaxUint64, math.MaxUint64, 1)}), want: snapshot.ErrCorrupt, wantOff: 8},
+		{name: "entry revision past the largest", file: encode(t, snapshot.Meta{Covered: 4, Revision: record.MaxRevision, Count: 1},
+			[]*record.Entry{entry("a", "1", 1, record.MaxRevision+1, 1)}), want: snapshot.ErrCorrupt, wantOff: entry1},
 		{name: "entry modified after the snapshot revision", file: encode(t, meta, []*record.Entry{e1, entry("b", "2", 3, 10, 1)}), want: snapshot.ErrCorrupt, wantOff: entry2},
 		{name: "entry created after it was modified", file: encode(t, meta, []*record.Entry{e1, entry("b", "2", 5, 4, 1)}), want: snapshot.ErrCorrupt, wantOff: entry2},
 		{name: "keys out of order", file: encode(t, meta, []*record.Entry{e2, e1}), want: snapshot.ErrCorrupt, wantOff: entry1 + 9 + 24 + 4 + 1 + 4 + 1},

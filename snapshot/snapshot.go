@@ -58,7 +58,9 @@ type Meta struct {
 	// snapshot. Segments up to Covered are never replayed on top of it,
 	// and may be deleted once the snapshot is durable.
 	Covered wal.SegmentNum
-	// Revision is the revision of the last record in the snapshot.
+	// Revision is the revision of the last record in the snapshot; a
+	// reader refuses one above record.MaxRevision (Write does not check:
+	// tests craft such files with it).
 	Revision record.Revision
 	// Count is the number of entries.
 	Count uint64
@@ -279,6 +281,12 @@ func (d *decoder) run(metaFn func(Meta) error, entryFn func(*record.Entry) error
 		Covered:  wal.SegmentNum(binary.LittleEndian.Uint64(p)),
 		Revision: record.Revision(binary.LittleEndian.Uint64(p[8:])),
 		Count:    binary.LittleEndian.Uint64(p[16:]),
+	}
+	if meta.Revision > record.MaxRevision {
+		// The store would continue from it: its next record would need a
+		// revision that does not fit in the int64 that compares use, or
+		// wrap to 0. Every entry's revisions are bounded by this one.
+		return d.corrupt(off, "snapshot revision %d past the largest a store can hold, %d", meta.Revision, record.MaxRevision)
 	}
 	if metaFn != nil {
 		if err := metaFn(meta); err != nil {
