@@ -26,6 +26,12 @@ func (r Revision) String() string { return strconv.FormatUint(uint64(r), 10) }
 // only come from a damaged or crafted file.
 const MaxRevision Revision = math.MaxInt64
 
+// MinPayload is the size of the smallest record payload (a skip: kind and
+// revision). Part of the on-disk format: n bytes of log hold at most
+// n/(MinPayload+the log's record header) records, which bounds the
+// revisions a damaged stretch of log can have held.
+const MinPayload = 9
+
 // Kind is the first byte of a record payload. Part of the on-disk format;
 // 0 is invalid.
 type Kind uint8
@@ -36,6 +42,9 @@ const (
 	KindDelete Kind = 2 // remove a key
 	KindAdd    Kind = 3 // add a signed delta to a decimal integer value
 	KindTxn    Kind = 4 // compares, then the operations of the branch taken
+	// KindSkip changes nothing: it moves the revision past revisions that
+	// a repair cut out of the log, which no later record may reuse.
+	KindSkip Kind = 5
 )
 
 // String names the kind as the CLI prints it.
@@ -49,6 +58,8 @@ func (k Kind) String() string {
 		return "add"
 	case KindTxn:
 		return "txn"
+	case KindSkip:
+		return "skip"
 	}
 	return fmt.Sprintf("kind(%d)", uint8(k))
 }
@@ -105,6 +116,10 @@ type Record struct {
 	Compares  []Compare
 	Succeeded bool // which branch of the transaction was taken
 	Ops       []Op
+	// Skip marks a record that changes nothing and has no Ops: its
+	// revision may be more than one past the previous record's, and the
+	// revisions between are never used (see KindSkip).
+	Skip bool
 }
 
 // Payload layout, all integers little-endian:
@@ -116,6 +131,7 @@ type Record struct {
 //	add:    op body
 //	txn:    uint8 flags (bit 0: succeeded), uint32 n, n compares,
 //	        uint32 m, m ops (each uint8 kind + op body)
+//	skip:   nothing more
 //	op body: uint32 keylen, key, then put: uint32 vallen, value;
 //	        add: int64 delta; del: nothing
 //	compare: uint8 target, uint8 cmp, uint32 keylen, key, then
@@ -123,6 +139,10 @@ type Record struct {
 
 // Append encodes r and appends it to buf.
 func Append(buf []byte, r *Record) []byte {
+	if r.Skip {
+		buf = append(buf, byte(KindSkip))
+		return binary.LittleEndian.AppendUint64(buf, uint64(r.Revision))
+	}
 	if !r.Txn && len(r.Ops) == 1 {
 		buf = append(buf, byte(r.Ops[0].Kind))
 		buf = binary.LittleEndian.AppendUint64(buf, uint64(r.Revision))
@@ -282,6 +302,8 @@ func DecodeInto(p []byte, r *Record) error {
 	switch k {
 	case KindPut, KindDelete, KindAdd:
 		r.Ops = append(ops, d.opBody(k))
+	case KindSkip:
+		r.Skip = true
 	case KindTxn:
 		r.Txn = true
 		flags := d.u8()

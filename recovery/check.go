@@ -146,9 +146,8 @@ func checkOnce(fsys vfs.FS, dir string) (*Report, error) {
 			if !apply {
 				return nil
 			}
-			if want := m.Revision() + 1; rec.Revision != want {
-				return &wal.CorruptError{Err: wal.ErrCorrupt, File: file, Offset: r.Offset,
-					Reason: fmt.Sprintf("record has revision %d, expected %d", rec.Revision, want)}
+			if err := nextRevision(file, r.Offset, &rec, m.Revision()); err != nil {
+				return err
 			}
 			if err := m.Apply(&rec); err != nil {
 				return &wal.CorruptError{Err: record.ErrCorrupt, File: file, Offset: r.Offset,

@@ -465,9 +465,8 @@ func (r *replayer) decode(file string, off int64, payload []byte, rec *record.Re
 	}
 	if r.lax {
 		rec.Revision = r.rev + 1
-	} else if want := r.rev + 1; rec.Revision != want {
-		return &wal.CorruptError{Err: wal.ErrCorrupt, File: file, Offset: off,
-			Reason: fmt.Sprintf("record has revision %d, expected %d", rec.Revision, want)}
+	} else if err := nextRevision(file, off, rec, r.rev); err != nil {
+		return err
 	}
 	r.rev = rec.Revision
 	return nil
@@ -543,4 +542,15 @@ func whileStable[T any](fsys vfs.FS, dir string, read func() (T, error)) (T, err
 	}
 	return v, fmt.Errorf("recovery: %s changed under every one of %d attempts to read it (a live writer checkpointing without pause): %w",
 		dir, stableAttempts, err)
+}
+
+// nextRevision checks that rec, read at off in file, follows a record of
+// revision prev: one more, or, for a skip a repair wrote, more.
+func nextRevision(file string, off int64, rec *record.Record, prev record.Revision) error {
+	want := prev + 1
+	if rec.Revision == want || rec.Skip && rec.Revision > want {
+		return nil
+	}
+	return &wal.CorruptError{Err: wal.ErrCorrupt, File: file, Offset: off,
+		Reason: fmt.Sprintf("record has revision %d, expected %d", rec.Revision, want)}
 }

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"path"
 	"strconv"
+	"strings"
 
 	"github.com/kvstore/kv/record"
 	"github.com/kvstore/kv/snapshot"
@@ -66,7 +67,15 @@ type RepairPlan struct {
 	Drops []string
 	// KeepThrough is the last revision that survives the repair.
 	KeepThrough record.Revision
-	actions     []func(fsys vfs.FS) error
+	// Skip is the revision of the skip record the repair writes at the end
+	// of the log: above every revision any file in the directory, its
+	// evidence included, holds or may have held, so that no revision is
+	// ever given twice (a fencing token taken before the repair stays
+	// stale). The repaired store's next write gets Skip+1.
+	Skip record.Revision
+	// Floor says how Skip was found, in words.
+	Floor   string
+	actions []func(fsys vfs.FS) error
 }
 
 // add appends a step and the action that carries it out.
@@ -117,6 +126,9 @@ func PlanRepair(fsys vfs.FS, dir string) (*RepairPlan, error) {
 	if cutSeg == 0 {
 		return nil, fmt.Errorf("recovery: no plan for %v", rep.Problems)
 	}
+	if plan, ok, err := planAfterSeal(fsys, dir, rep, p, cutSeg, cutOff); ok || err != nil {
+		return plan, err
+	}
 	keep := rep.Snapshot.Revision
 	var later []wal.SegmentNum
 	var lastDropped record.Revision
@@ -135,38 +147,47 @@ func PlanRepair(fsys vfs.FS, dir string) (*RepairPlan, error) {
 		}
 	}
 	p.KeepThrough = keep
+	if err := p.floor(fsys, dir); err != nil {
+		return nil, err
+	}
+	skip := skipPayload(p.Skip)
 	if cutOff >= 0 {
 		name := wal.SegmentPath(dir, cutSeg)
 		to, err := brokenName(fsys, name)
 		if err != nil {
 			return nil, err
 		}
-		p.add(fmt.Sprintf("copy %s to %s, then cut it at offset %d", name, to, cutOff), func(fsys vfs.FS) error {
+		p.add(fmt.Sprintf("copy %s to %s, then write a skip to revision %d at offset %d and cut the rest", name, to, p.Skip, cutOff), func(fsys vfs.FS) error {
 			// copyFile returns once the copy is durable under its name:
 			// only then may the original lose its tail.
 			if err := copyFile(fsys, name, to); err != nil {
 				return err
 			}
-			return truncate(fsys, name, cutOff)
+			// The skip is durable before the damage goes (RepairTail):
+			// a log that recovers without it would give revisions again.
+			return wal.RepairTail(fsys, dir, cutSeg, cutOff, skip)
 		})
 		p.Drops = append(p.Drops, fmt.Sprintf("the rest of %s from offset %d: every record after revision %d in it", wal.SegmentName(cutSeg), cutOff, keep))
+	} else if prev, ok := liveSegment(rep, cutSeg-1); ok && !prev.Sealed {
+		// A segment is missing after one that is not sealed: that one
+		// becomes the newest once the later ones are set aside, and the
+		// skip goes at its end first (until then, unsealed and not the
+		// newest, it keeps the log refused).
+		p.skipAtEnd(dir, prev, skip)
+	} else {
+		// A segment is missing after a sealed one, or right after the
+		// snapshot's (which implies it was created before the snapshot
+		// was written): a new one takes its number and the skip, before
+		// the later segments are set aside (until they are, the new one,
+		// unsealed and not the newest, keeps the log refused).
+		p.add(fmt.Sprintf("create %s holding a skip to revision %d", wal.SegmentPath(dir, cutSeg), p.Skip), func(fsys vfs.FS) error {
+			return createWithSkip(fsys, dir, cutSeg, skip)
+		})
 	}
 	for _, s := range later {
 		if err := p.moveAside(fsys, wal.SegmentPath(dir, s)); err != nil {
 			return nil, err
 		}
-	}
-	if cutOff < 0 && rep.HasSnapshot && cutSeg == rep.Snapshot.Covered+1 {
-		// The segment after the snapshot's is missing, and every later
-		// one is set aside: recovery needs it to exist (the snapshot
-		// says it was created before the snapshot was written).
-		p.add(fmt.Sprintf("create %s", wal.SegmentPath(dir, cutSeg)), func(fsys vfs.FS) error {
-			w, err := wal.Create(fsys, dir, cutSeg, wal.Options{})
-			if err != nil {
-				return err
-			}
-			return w.Close()
-		})
 	}
 	if len(later) > 0 {
 		d := fmt.Sprintf("segments %s to %s", wal.SegmentName(later[0]), wal.SegmentName(later[len(later)-1]))
@@ -179,14 +200,81 @@ func PlanRepair(fsys vfs.FS, dir string) (*RepairPlan, error) {
 	return p, nil
 }
 
+// planAfterSeal plans the repair of a sealed segment whose records are all
+// intact and whose damage lies after its seal: only those bytes go, and
+// every segment is kept. It reports false when the damage is elsewhere.
+func planAfterSeal(fsys vfs.FS, dir string, rep *Report, p *RepairPlan, cutSeg wal.SegmentNum, cutOff int64) (*RepairPlan, bool, error) {
+	var live []SegmentReport
+	afterSeal := false
+	for _, s := range rep.Segments {
+		if s.Covered {
+			continue
+		}
+		live = append(live, s)
+		if s.Segment == cutSeg && s.Sealed && cutOff >= s.End {
+			afterSeal = true
+		}
+	}
+	if !afterSeal || len(live) == 0 {
+		return nil, false, nil
+	}
+	p.KeepThrough = rep.Snapshot.Revision
+	for _, s := range live {
+		p.KeepThrough = max(p.KeepThrough, s.LastRev)
+	}
+	if err := p.floor(fsys, dir); err != nil {
+		return nil, true, err
+	}
+	// The skip first, at the end of the log: until the damage is cut,
+	// recovery refuses the directory.
+	p.skipAtEnd(dir, live[len(live)-1], skipPayload(p.Skip))
+	name := wal.SegmentPath(dir, cutSeg)
+	to, err := brokenName(fsys, name)
+	if err != nil {
+		return nil, true, err
+	}
+	p.add(fmt.Sprintf("copy %s to %s, then cut it at offset %d, after its seal", name, to, cutOff), func(fsys vfs.FS) error {
+		// copyFile returns once the copy is durable under its name: only
+		// then may the original lose its tail.
+		if err := copyFile(fsys, name, to); err != nil {
+			return err
+		}
+		return truncate(fsys, name, cutOff)
+	})
+	p.add("sync "+dir, func(fsys vfs.FS) error { return vfs.SyncDir(fsys, dir) })
+	return p, true, nil
+}
+
+// liveSegment returns the report of segment seg when it exists and the
+// snapshot does not cover it.
+func liveSegment(rep *Report, seg wal.SegmentNum) (SegmentReport, bool) {
+	for _, s := range rep.Segments {
+		if s.Segment == seg && !s.Covered {
+			return s, true
+		}
+	}
+	return SegmentReport{}, false
+}
+
+// skipAtEnd adds the step that ends the log, whose newest segment is last,
+// with a skip record: after its valid records, or in a new segment when
+// it is sealed.
+func (p *RepairPlan) skipAtEnd(dir string, last SegmentReport, skip []byte) {
+	if last.Sealed {
+		p.add(fmt.Sprintf("create %s holding a skip to revision %d", wal.SegmentPath(dir, last.Segment+1), p.Skip), func(fsys vfs.FS) error {
+			return createWithSkip(fsys, dir, last.Segment+1, skip)
+		})
+		return
+	}
+	p.add(fmt.Sprintf("write a skip to revision %d at the end of %s (offset %d)", p.Skip, wal.SegmentPath(dir, last.Segment), last.End), func(fsys vfs.FS) error {
+		return wal.RepairTail(fsys, dir, last.Segment, last.End, skip)
+	})
+}
+
 // planSnapshot sets a damaged snapshot aside. The segments it covered are
 // gone, so the repaired store starts from an empty snapshot that covers
 // what precedes the remaining run of segments.
 func planSnapshot(fsys vfs.FS, dir string, rep *Report, p *RepairPlan) (*RepairPlan, error) {
-	if err := p.moveAside(fsys, path.Join(dir, snapshot.Name)); err != nil {
-		return nil, err
-	}
-	p.Drops = append(p.Drops, "every key stored in the snapshot")
 	// Keep the newest contiguous run of segments that starts with a record
 	// or is empty, and set aside older ones.
 	segs := rep.Segments
@@ -200,14 +288,7 @@ func planSnapshot(fsys vfs.FS, dir string, rep *Report, p *RepairPlan) (*RepairP
 		}
 		start = i
 	}
-	for _, s := range segs[:start] {
-		if err := p.moveAside(fsys, wal.SegmentPath(dir, s.Segment)); err != nil {
-			return nil, err
-		}
-		p.Drops = append(p.Drops, fmt.Sprintf("segment %s", wal.SegmentName(s.Segment)))
-	}
-	// Revisions must not go backwards: start after the highest revision
-	// known, from the damaged snapshot's first record if it is intact.
+	// The log resumes after the record before the first kept one.
 	base := record.Revision(0)
 	if meta, err := snapshot.ReadMeta(fsys, dir); err == nil {
 		base = meta.Revision
@@ -230,23 +311,134 @@ func planSnapshot(fsys vfs.FS, dir string, rep *Report, p *RepairPlan) (*RepairP
 		}
 	}
 	p.KeepThrough = base
+	if err := p.floor(fsys, dir); err != nil {
+		return nil, err
+	}
+	skip := skipPayload(p.Skip)
+	// The skip first: until the damaged snapshot is set aside (and, when
+	// the log does not start at segment 1, until the new snapshot is
+	// written), recovery refuses the directory, so no crash leaves it
+	// recoverable without the skip.
+	if start < len(segs) {
+		p.skipAtEnd(dir, segs[len(segs)-1], skip)
+	} else {
+		p.add(fmt.Sprintf("create %s holding a skip to revision %d", wal.SegmentPath(dir, first), p.Skip), func(fsys vfs.FS) error {
+			return createWithSkip(fsys, dir, first, skip)
+		})
+	}
+	if err := p.moveAside(fsys, path.Join(dir, snapshot.Name)); err != nil {
+		return nil, err
+	}
+	p.Drops = append(p.Drops, "every key stored in the snapshot")
+	for _, s := range segs[:start] {
+		if err := p.moveAside(fsys, wal.SegmentPath(dir, s.Segment)); err != nil {
+			return nil, err
+		}
+		p.Drops = append(p.Drops, fmt.Sprintf("segment %s", wal.SegmentName(s.Segment)))
+	}
 	if first > 1 {
 		meta := snapshot.Meta{Covered: first - 1, Revision: base}
-		if start == len(segs) {
-			p.add(fmt.Sprintf("create %s", wal.SegmentPath(dir, first)), func(fsys vfs.FS) error {
-				w, err := wal.Create(fsys, dir, first, wal.Options{})
-				if err != nil {
-					return err
-				}
-				return w.Close()
-			})
-		}
 		p.add(fmt.Sprintf("write an empty snapshot covering %s at revision %d", wal.SegmentName(first-1), base), func(fsys vfs.FS) error {
 			return snapshot.Write(fsys, dir, meta, func(func(*record.Entry) bool) {}, snapshot.Options{})
 		})
 	}
 	p.add("sync "+dir, func(fsys vfs.FS) error { return vfs.SyncDir(fsys, dir) })
 	return p, nil
+}
+
+// minRecordBytes is the smallest a data record can be in the log: n bytes
+// of it held at most n/minRecordBytes records, and as many revisions.
+const minRecordBytes = wal.HeaderSize + record.MinPayload
+
+// unknownSnapshotMargin is added to the floor when a snapshot's first
+// record cannot be read: its revision, the last of the records it holds,
+// may be above every revision its entries show (deletes leave no entry).
+const unknownSnapshotMargin = 1 << 32
+
+// floor sets p.Skip above every revision that any file of dir holds or may
+// have held: log segments, snapshots, the evidence kept of both, and
+// snapshot.tmp. Each damaged range of a segment could have held up to
+// one revision per minRecordBytes bytes, counted on top of the highest
+// revision read anywhere.
+func (p *RepairPlan) floor(fsys vfs.FS, dir string) error {
+	names, err := fsys.List(dir)
+	if err != nil {
+		return err
+	}
+	var high record.Revision
+	var damaged int64
+	unknown := 0
+	rd := &wal.Reader{FS: fsys, Dir: dir}
+	for _, n := range names {
+		base := evidenceOf(n)
+		file := path.Join(dir, n)
+		if seg, ok := wal.ParseSegmentName(base); ok {
+			sv, err := rd.Salvage(file, seg, func(r wal.Record) error {
+				if rec, err := record.Decode(r.Payload); err == nil {
+					high = max(high, rec.Revision)
+				}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			damaged += sv.DamagedBytes()
+			continue
+		}
+		if base != snapshot.Name && n != snapshot.TmpName {
+			continue
+		}
+		metaRead := false
+		_ = snapshot.ReadFile(fsys, file,
+			func(m snapshot.Meta) error { high, metaRead = max(high, m.Revision), true; return nil },
+			func(e *record.Entry) error { high = max(high, e.ModRev); return nil })
+		if !metaRead {
+			unknown++
+		}
+	}
+	skip := high + record.Revision((damaged+minRecordBytes-1)/minRecordBytes) + 1
+	p.Floor = fmt.Sprintf("the highest revision read in any file is %d", high)
+	if damaged > 0 {
+		p.Floor += fmt.Sprintf("; %d damaged bytes could have held %d more", damaged, (damaged+minRecordBytes-1)/minRecordBytes)
+	}
+	if unknown > 0 {
+		skip += unknownSnapshotMargin * record.Revision(unknown)
+		p.Floor += fmt.Sprintf("; %d snapshot(s) whose revision is unreadable add %d each", unknown, unknownSnapshotMargin)
+	}
+	if skip > record.MaxRevision || skip < high {
+		return fmt.Errorf("recovery: a repair would need revision %d, past the largest a store can hold", skip)
+	}
+	p.Skip = skip
+	return nil
+}
+
+// evidenceOf returns the name of the file that name is kept evidence of
+// (log.000003 for log.000003.broken.2), or name itself.
+func evidenceOf(name string) string {
+	name = strings.TrimSuffix(name, ".tmp")
+	if i := strings.Index(name, BrokenSuffix); i >= 0 {
+		return name[:i]
+	}
+	return name
+}
+
+// skipPayload is the payload of a skip record to revision rev.
+func skipPayload(rev record.Revision) []byte {
+	return record.Append(nil, &record.Record{Revision: rev, Skip: true})
+}
+
+// createWithSkip creates segment seg holding one record, payload, synced.
+func createWithSkip(fsys vfs.FS, dir string, seg wal.SegmentNum, payload []byte) error {
+	w, err := wal.Create(fsys, dir, seg, wal.Options{})
+	if err != nil {
+		return err
+	}
+	if _, err := w.Append(payload); err != nil {
+		w.Close()
+		return err
+	}
+	// Close syncs the record.
+	return w.Close()
 }
 
 // Apply carries out the plan, calling step before each action with its

@@ -535,3 +535,51 @@ func SealTail(fsys vfs.FS, dir string, info SegmentInfo) error {
 	}
 	return err
 }
+
+// RepairTail writes payload as a data record at offset off of segment seg,
+// over whatever lies there, syncs it, and only then cuts the file right
+// after it and syncs again. It is for repairs that end a damaged log with
+// a record of their own: since the record is durable before the damage
+// after it is cut, a crash never leaves the log clean without it. The
+// record claims nothing synced.
+//
+// When off falls inside the segment header (the header is the damage), a
+// new header with a new salt goes at offset 0, and the record after it.
+func RepairTail(fsys vfs.FS, dir string, seg SegmentNum, off int64, payload []byte) error {
+	name := SegmentPath(dir, seg)
+	f, err := fsys.OpenReadWrite(name)
+	if err != nil {
+		return err
+	}
+	var rec []byte
+	if off < firstRecord {
+		salt := newSalt()
+		k := keyFor(salt)
+		rec = appendRecord(nil, k, TypeHeader, 0, segmentHeaderPayload(seg, salt))
+		rec = appendRecord(rec, k, TypeData, 0, payload)
+		off = 0
+	} else {
+		var k *segKey
+		if k, err = readKey(f, name, seg); err == nil {
+			rec = appendRecord(nil, k, TypeData, 0, payload)
+		}
+	}
+	if err == nil {
+		_, err = f.WriteAt(rec, off)
+	}
+	if err == nil {
+		// The record must be durable before the damage after it goes.
+		err = f.Sync()
+	}
+	if err == nil {
+		err = f.Truncate(off + int64(len(rec)))
+	}
+	if err == nil {
+		// The cut must be durable before the repair reports success.
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

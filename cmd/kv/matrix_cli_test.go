@@ -192,8 +192,8 @@ func TestCLIOnMatrix(t *testing.T) {
 			after := readDir(t, dir)
 			broken := 0
 			for n, b := range before {
-				if a, ok := after[n]; ok && a == b {
-					continue
+				if a, ok := after[n]; ok && (a == b || onlyZerosReplaced(b, a)) {
+					continue // the repair's skip went where there were zeros
 				}
 				if after[n+".broken"] != b {
 					t.Errorf("repair changed %s without keeping %s.broken", n, n)
@@ -248,4 +248,15 @@ func diffDirs(before, after map[string]string) string {
 		}
 	}
 	return strings.Join(d, ", ")
+}
+
+// onlyZerosReplaced reports whether after keeps every byte of before
+// that is not a trailing zero: a record written where the log had
+// reserved space loses nothing.
+func onlyZerosReplaced(before, after string) bool {
+	p := 0
+	for p < len(before) && p < len(after) && before[p] == after[p] {
+		p++
+	}
+	return strings.Trim(before[p:], "\x00") == ""
 }

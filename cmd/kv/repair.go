@@ -60,6 +60,7 @@ drops committed records. A torn tail needs no repair: recovery cuts it.`,
 				fmt.Fprintf(w, "  %s\n", s)
 			}
 			fmt.Fprintf(w, "keeps every record through revision %d\n", plan.KeepThrough)
+			fmt.Fprintf(w, "ends the log with a skip to revision %d, so that no revision is ever given twice (%s)\n", plan.Skip, plan.Floor)
 			for _, d := range plan.Drops {
 				fmt.Fprintf(w, "drops %s\n", d)
 			}
