@@ -3,8 +3,10 @@ package killtest
 import (
 	"bufio"
 	_ "embed"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"math/rand/v2"
 	"sort"
 	"strconv"
@@ -274,6 +276,7 @@ func Workloads(n int, seed uint64) ([]Workload, error) {
 		return nil, err
 	}
 	writes := RandomOps(n, seed)
+	values := ValueOps(max(n/3, 12), seed)
 	return []Workload{
 		{Name: "recovery", Doc: "the recovery of the article's 17 operations in one segment",
 			Dir: dataDir, Initial: articleDir, Program: recoverProgram},
@@ -283,11 +286,76 @@ func Workloads(n int, seed uint64) ([]Workload, error) {
 			Dir: dataDir, Initial: State{}, Options: smallOptions, Program: writesProgram(writes), Ops: writes},
 		{Name: "checkpoint", Doc: fmt.Sprintf("%d writes submitted together, racing background checkpoints", len(writes)),
 			Dir: dataDir, Initial: State{}, Options: smallOptions, Program: pipelinedProgram(writes, seed), Ops: writes},
+		{Name: "values", Doc: fmt.Sprintf("%d writes in waves, values of up to 6 KiB holding record frames and runs of zeros", len(values)),
+			Dir: dataDir, Initial: State{}, Options: valueOptions, Program: pipelinedProgram(values, seed), Ops: values},
 	}, nil
 }
 
 // WorkloadNames lists the workloads Workloads returns.
-func WorkloadNames() []string { return []string{"recovery", "torn-recovery", "writes", "checkpoint"} }
+func WorkloadNames() []string {
+	return []string{"recovery", "torn-recovery", "writes", "checkpoint", "values"}
+}
+
+// valueOptions give the values workload segments that hold a few of its
+// big values each.
+var valueOptions = kv.Options{SegmentSize: 16 << 10, CheckpointBytes: 48 << 10}
+
+// ValueOps generates n operations, seeded: counters (adds, so that a
+// double application shows) and puts whose values a hostile or unlucky
+// client might write: record frames that would be valid in a segment
+// (framed as format version 1, with the segment numbers a client can
+// predict, and as version 2 with a guessed salt, each claiming the whole
+// segment synced) and sector-aligned runs of zeros, in values of 600 bytes
+// to 6 KiB, so that a lost page can fall inside one.
+func ValueOps(n int, seed uint64) []kv.Op {
+	rng := rand.New(rand.NewPCG(seed, 0x7a1))
+	var ops []kv.Op
+	for i := range n {
+		if i%3 == 2 {
+			ops = append(ops, kv.AddOp([]byte("count"), int64(1+rng.IntN(9))))
+			continue
+		}
+		var v []byte
+		for len(v) < 600+rng.IntN(5600) {
+			switch rng.IntN(3) {
+			case 0:
+				v = append(v, forgedFrame(1+uint32(rng.IntN(8)), rng.Uint64())...)
+			case 1:
+				v = append(v, make([]byte, 512*(1+rng.IntN(3)))...)
+			default:
+				v = append(v, []byte(strconv.Itoa(i))...)
+			}
+		}
+		ops = append(ops, kv.PutOp([]byte(fmt.Sprintf("v%d", rng.IntN(6))), v))
+	}
+	return ops
+}
+
+// forgedFrame returns a data record frame claiming a huge synced offset,
+// built as format version 1 did (for segment seg) and as version 2 does
+// for a segment salted with salt.
+func forgedFrame(seg uint32, salt uint64) []byte {
+	payload := []byte("\x01forged")
+	tab := crc32.MakeTable(crc32.Castagnoli)
+	v1 := make([]byte, 24, 24+len(payload))
+	binary.LittleEndian.PutUint32(v1[4:], uint32(len(payload)))
+	v1[8] = 2
+	binary.LittleEndian.PutUint32(v1[12:], seg)
+	binary.LittleEndian.PutUint64(v1[16:], 1<<40)
+	v1 = append(v1, payload...)
+	binary.LittleEndian.PutUint32(v1, crc32.Update(0, tab, v1[4:]))
+	var sb [8]byte
+	binary.LittleEndian.PutUint64(sb[:], salt)
+	seed := crc32.Update(0, tab, sb[:])
+	v2 := make([]byte, 24, 24+len(payload))
+	v2[0] = 2
+	binary.LittleEndian.PutUint32(v2[4:], uint32(len(payload)))
+	binary.LittleEndian.PutUint64(v2[8:], 1<<40)
+	binary.LittleEndian.PutUint32(v2[16:], crc32.Update(seed, tab, v2[:16]))
+	v2 = append(v2, payload...)
+	binary.LittleEndian.PutUint32(v2[20:], crc32.Update(crc32.Update(seed, tab, v2[:20]), tab, v2[24:]))
+	return append(v1, v2...)
+}
 
 // tornTail cuts the newest segment of s in the middle of its last data
 // record ("add d 7"), as a power loss during its write would.

@@ -200,7 +200,11 @@ type Stats struct {
 	RecoveryBytes    int64 // log bytes replayed
 	RecoverySnapshot bool  // a snapshot was loaded
 	RecoveryTorn     bool  // a torn tail was cut
-	Failed           error // the fail-stop cause, if any
+	// RecoveryUnvouched counts the records a read-only open left out: the
+	// newest segment's last records, which no later record claims
+	// durable yet (see Options.ReadOnly).
+	RecoveryUnvouched int
+	Failed            error // the fail-stop cause, if any
 }
 
 type statCounters struct {
@@ -211,17 +215,18 @@ type statCounters struct {
 // Stats returns the store's counters.
 func (s *Store) Stats() Stats {
 	st := Stats{
-		Records:          s.stats.records.Load(),
-		Groups:           s.stats.groups.Load(),
-		Syncs:            s.stats.syncs.Load(),
-		BytesLogged:      s.stats.bytes.Load(),
-		Checkpoints:      s.stats.checkpoints.Load(),
-		CheckpointErr:    s.stats.checkpointErrors.Load(),
-		RecoveryTime:     s.recovery.Duration,
-		RecoveryReplayed: s.recovery.Replayed,
-		RecoveryBytes:    s.recovery.ReplayedBytes,
-		RecoverySnapshot: s.recovery.HadSnapshot,
-		RecoveryTorn:     s.recovery.Torn,
+		Records:           s.stats.records.Load(),
+		Groups:            s.stats.groups.Load(),
+		Syncs:             s.stats.syncs.Load(),
+		BytesLogged:       s.stats.bytes.Load(),
+		Checkpoints:       s.stats.checkpoints.Load(),
+		CheckpointErr:     s.stats.checkpointErrors.Load(),
+		RecoveryTime:      s.recovery.Duration,
+		RecoveryReplayed:  s.recovery.Replayed,
+		RecoveryBytes:     s.recovery.ReplayedBytes,
+		RecoverySnapshot:  s.recovery.HadSnapshot,
+		RecoveryTorn:      s.recovery.Torn,
+		RecoveryUnvouched: s.recovery.Unvouched,
 	}
 	if st.Groups > 0 {
 		st.AvgGroupSize = float64(st.Records) / float64(st.Groups)

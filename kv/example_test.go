@@ -97,25 +97,54 @@ func ExampleStore_Fenced() {
 	defer os.RemoveAll(dir)
 	s, _ := kv.Open(dir, nil)
 	defer s.Close()
+	lock := []byte("lock/shard-7")
 
-	// A holder acquires a lock by creating its key; the revision that
-	// created it is the fencing token.
-	token, _ := s.Put([]byte("lock/shard-7"), []byte("runner-a"))
-	a := s.Fenced(kv.Fence{Key: []byte("lock/shard-7"), Token: token})
+	// acquire creates the lock key only if it is absent, in one atomic
+	// step; the revision that created it is the holder's fencing token. (A
+	// plain Put would overwrite another holder's key, keeping its create
+	// revision, and so its token, valid.)
+	acquire := func(holder string) (kv.Revision, bool) {
+		res, err := s.Txn(kv.Txn{
+			If:   []kv.Compare{kv.Absent(lock)},
+			Then: []kv.Op{kv.PutOp(lock, []byte(holder))},
+		})
+		return res.Revision, err == nil && res.Succeeded
+	}
+	// release deletes the lock only while it is still the holder's: a
+	// holder that was taken over must not delete its successor's lock.
+	release := func(token kv.Revision) bool {
+		res, err := s.Txn(kv.Txn{
+			If:   []kv.Compare{kv.CompareCreateRev(lock, kv.Equal, token)},
+			Then: []kv.Op{kv.DeleteOp(lock)},
+		})
+		return err == nil && res.Succeeded
+	}
+
+	tokenA, _ := acquire("runner-a")
+	a := s.Fenced(kv.Fence{Key: lock, Token: tokenA})
 	a.Put([]byte("shard-7/reply"), []byte("from a"))
+	_, held := acquire("runner-b")
+	fmt.Println("b acquires while a holds:", held)
 
-	// The lock passes to runner b: the key is deleted and created anew.
-	s.Delete([]byte("lock/shard-7"))
-	s.Put([]byte("lock/shard-7"), []byte("runner-b"))
+	// Runner a is judged dead and taken over: its lock is deleted and
+	// runner b creates it anew.
+	s.Delete(lock)
+	tokenB, _ := acquire("runner-b")
 
-	// Runner a does not know yet; its write is refused.
+	// Runner a does not know yet: its write is refused, and so is its
+	// release; b's lock is intact.
 	_, err := a.Put([]byte("shard-7/reply"), []byte("stale write from a"))
-	fmt.Println(errors.Is(err, kv.ErrFenced))
+	fmt.Println("a's write fenced:", errors.Is(err, kv.ErrFenced))
+	fmt.Println("a releases b's lock:", release(tokenA))
 	e, _ := s.Get([]byte("shard-7/reply"))
 	fmt.Println(string(e.Value))
+	fmt.Println("b releases:", release(tokenB))
 	// Output:
-	// true
+	// b acquires while a holds: false
+	// a's write fenced: true
+	// a releases b's lock: false
 	// from a
+	// b releases: true
 }
 
 func ExampleStore_ScanPrefix() {

@@ -76,8 +76,9 @@ type Options struct {
 	// next started; 0 means 64 MiB.
 	SegmentSize int64
 	// CheckpointBytes starts a background checkpoint when this many bytes
-	// were logged since the last snapshot; 0 means 64 MiB, negative never
-	// (Checkpoint still works).
+	// were logged since the last snapshot; 0 means 64 MiB, negative never,
+	// not even after a recovery that replayed a long log (Checkpoint still
+	// works).
 	CheckpointBytes int64
 	// Sync is when writes are acknowledged; the zero value is Always.
 	Sync SyncMode
@@ -91,7 +92,16 @@ type Options struct {
 	// flushes data alone, not the file size or the file system's extents).
 	NoPreallocate bool
 	// ReadOnly recovers in memory, writes nothing, and takes a shared
-	// lock; every write returns ErrReadOnly.
+	// lock when it can; every write returns ErrReadOnly. It shows only
+	// what is durable: the records of the newest segment that a later
+	// record claims synced. Beside a live writer (which holds the lock:
+	// a read-only open goes on without it) that is every write the writer
+	// acknowledged, but for its last group until it marks the log, a
+	// millisecond after it went idle (or at Store.Sync). After a writer
+	// crashed, or a power loss took its last mark, the writes of its last
+	// group stay out of sight until a writer opens the directory: a read
+	// never shows what a power loss could take back (Stats reports how
+	// many records it left out as RecoveryUnvouched).
 	ReadOnly bool
 	// WaitForLock makes Open wait while another process holds the lock,
 	// until the context given to OpenContext ends.

@@ -143,7 +143,7 @@ func OpenContext(ctx context.Context, dir string, opts *Options) (*Store, error)
 // replayed bytes count towards the next checkpoint as if written since.
 func checkpointAfterRecovery(res *recovery.Result, checkpointBytes int64) bool {
 	switch {
-	case res.Replayed == 0:
+	case res.Replayed == 0, checkpointBytes < 0:
 		return false
 	case !res.HadSnapshot, res.ReplayedBytes*4 >= res.SnapshotBytes:
 		return true

@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/kvstore/kv/kv"
@@ -271,7 +272,7 @@ func (g *globalOpts) storeOptions(readOnly bool) (*kv.Options, error) {
 }
 
 // open opens the store in dir. With mustExist, a missing directory is an
-// error rather than a new empty store.
+// error rather than a new empty store. A read-only open is openRead's.
 func (g *globalOpts) open(dir string, mustExist, readOnly bool) (*kv.Store, error) {
 	opts, err := g.storeOptions(readOnly)
 	if err != nil {
@@ -282,7 +283,39 @@ func (g *globalOpts) open(dir string, mustExist, readOnly bool) (*kv.Store, erro
 			return nil, err
 		}
 	}
+	if readOnly {
+		return openRead(dir, opts)
+	}
 	return kv.Open(dir, opts)
+}
+
+// openRead opens dir for a read command. The rule for every read
+// command: it reads what is durable, without the writer's lock, so that
+// it never keeps a writer out. Beside a live writer it shows what that
+// writer has marked durable (its acknowledged writes, a millisecond after
+// it went idle). When the log ends in records that nothing marks durable
+// and no writer is alive (a writer that crashed, or a power loss took its
+// last mark), it recovers the directory first, as a writer's open does,
+// so that those records are made durable and shown; it does not
+// checkpoint.
+func openRead(dir string, opts *kv.Options) (*kv.Store, error) {
+	s, err := kv.Open(dir, opts)
+	if err != nil || s.Stats().RecoveryUnvouched == 0 {
+		return s, err
+	}
+	s.Close()
+	w := *opts
+	w.ReadOnly, w.CheckpointBytes = false, -1
+	s, err = kv.Open(dir, &w)
+	switch {
+	case err == nil:
+		return s, nil
+	case errors.Is(err, kv.ErrLocked), errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.EROFS):
+		// A writer came back, or the directory cannot be written: read
+		// what is durable.
+		return kv.Open(dir, opts)
+	}
+	return nil, err
 }
 
 func requireDir(dir string) error {

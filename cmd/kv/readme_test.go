@@ -1,0 +1,94 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestReadmeSamples runs the command samples of README.md and compares
+// their output with what the README shows, so that no sample drifts from
+// the code. A sample is a fenced block of "$ " lines, each followed by its
+// output: "go run ./cmd/kv ARGS" (optionally fed by "printf 'TEXT' |"),
+// and "ls DIR". The kill driver's samples are left out: they are timings.
+func TestReadmeSamples(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(t.TempDir())
+	samples := 0
+	blocks := strings.Split(string(readme), "```")
+	for i := 1; i < len(blocks); i += 2 {
+		block := blocks[i]
+		if !strings.Contains(block, "$ go run ./cmd/kv ") || strings.Contains(block, "killtest") {
+			continue
+		}
+		var cmdLine string
+		var want []string
+		flush := func() {
+			if cmdLine == "" {
+				return
+			}
+			samples++
+			// A blank line separates samples; it is not output.
+			for len(want) > 0 && want[len(want)-1] == "" {
+				want = want[:len(want)-1]
+			}
+			got := runSample(t, cmdLine)
+			if d := cmp.Diff(strings.Join(want, "\n"), strings.TrimSuffix(got, "\n")); d != "" {
+				t.Errorf("README sample %q: output (-README +now):\n%s", cmdLine, d)
+			}
+		}
+		for _, line := range strings.Split(strings.TrimSuffix(block, "\n"), "\n")[1:] {
+			if cmd, ok := strings.CutPrefix(line, "$ "); ok {
+				flush()
+				cmdLine, want = cmd, nil
+				continue
+			}
+			if cmdLine != "" && (line != "" || len(want) > 0) {
+				want = append(want, line)
+			}
+		}
+		flush()
+	}
+	if samples < 5 {
+		t.Errorf("found %d samples in README.md, want at least 5", samples)
+	}
+}
+
+// runSample runs one sample command line and returns its output, stdout
+// then stderr.
+func runSample(t *testing.T, line string) string {
+	t.Helper()
+	if dir, ok := strings.CutPrefix(line, "ls "); ok {
+		ents, err := os.ReadDir(filepath.Clean(dir))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		return strings.Join(names, "  ")
+	}
+	stdin := ""
+	if p, ok := strings.CutPrefix(line, "printf '"); ok {
+		text, rest, ok := strings.Cut(p, "' | ")
+		if !ok {
+			t.Fatalf("sample %q: cannot read its printf", line)
+		}
+		stdin, line = strings.ReplaceAll(text, `\n`, "\n"), rest
+	}
+	args, ok := strings.CutPrefix(line, "go run ./cmd/kv ")
+	if !ok {
+		t.Fatalf("sample %q: not a kv command", line)
+	}
+	_, stdout, stderr := kvRun(t, stdin, strings.Fields(args)...)
+	// go-cmp's diffs use a non-breaking space or a space at random, so
+	// that no one compares them byte for byte: the README shows spaces.
+	return strings.ReplaceAll(stdout+stderr, "\u00a0", " ")
+}
