@@ -76,6 +76,7 @@ func roundTripCases() []struct {
 		{"add big delta", add(8, "n", math.MaxInt64)},
 		{"add min delta", add(9, "n", math.MinInt64)},
 		{"txn empty", record.Record{Revision: 10, Txn: true}},
+		{"skip", record.Record{Revision: 1 << 40, Skip: true}},
 		{"txn failed branch", record.Record{Revision: 11, Txn: true, Succeeded: false, Ops: []record.Op{opPut("else", "x")}}},
 		{"txn one op", txn(12, opPut("a", "1"))},
 		{"txn every op kind", txn(13, opPut("a", "1"), opDel("b"), opAdd("c", -3), opPut("", ""))},
@@ -165,6 +166,11 @@ func TestAppendLayout(t *testing.T) {
 			name: "txn failed branch",
 			rec:  record.Record{Revision: 10, Txn: true},
 			want: cat([]byte{4}, le64(10), []byte{0}, le32(0), le32(0)),
+		},
+		{
+			name: "skip",
+			rec:  record.Record{Revision: 0x0a0b0c, Skip: true},
+			want: cat([]byte{5}, le64(0x0a0b0c)),
 		},
 	}
 	for _, tt := range tests {

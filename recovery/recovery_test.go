@@ -176,3 +176,47 @@ func TestRevisionPastMaxRefused(t *testing.T) {
 		t.Errorf("Check found the record at MaxRevision+1 clean")
 	}
 }
+
+// TestSkipRecord: a skip moves the revision past a gap a repair left; a
+// skip that does not move it forward, or a jump by any other record, is
+// corruption.
+func TestSkipRecord(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		revs    []record.Record
+		wantRev record.Revision // 0: corrupt
+	}{
+		{"skip forward", []record.Record{put(1, "a", "1"), {Revision: 100, Skip: true}, put(101, "b", "2")}, 101},
+		{"skip by one", []record.Record{put(1, "a", "1"), {Revision: 2, Skip: true}}, 2},
+		{"skip backwards", []record.Record{put(1, "a", "1"), put(2, "b", "2"), {Revision: 2, Skip: true}}, 0},
+		{"a put that jumps", []record.Record{put(1, "a", "1"), put(5, "b", "2")}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fsys, dir := newDir(t)
+			w, err := wal.Create(fsys, dir, 1, wal.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range tc.revs {
+				if _, err := w.Append(record.Append(nil, &tc.revs[i])); err != nil {
+					t.Fatal(err)
+				}
+			}
+			w.Close()
+			res, err := recovery.Recover(fsys, dir, recovery.Options{ReadOnly: true})
+			if tc.wantRev == 0 {
+				if !recovery.IsCorrupt(err) {
+					t.Errorf("Recover: %v, want corruption", err)
+				}
+				return
+			}
+			if err != nil || res.Map.Revision() != tc.wantRev {
+				t.Errorf("Recover: %v, revision %v; want %d", err, res, tc.wantRev)
+			}
+		})
+	}
+}
+
+func put(rev record.Revision, k, v string) record.Record {
+	return record.Record{Revision: rev, Ops: []record.Op{{Kind: record.KindPut, Key: []byte(k), Value: []byte(v)}}}
+}
