@@ -1,10 +1,9 @@
 package killtest
 
 import (
-	"errors"
+	"bytes"
 	"fmt"
 	"math/rand/v2"
-	"path"
 	"sort"
 	"time"
 
@@ -30,6 +29,24 @@ type Workload struct {
 	// Ops are the operations the program issues, numbered from 1, each
 	// committing one record; nil for a program that only recovers.
 	Ops []kv.Op
+	// Txns, when set instead of Ops, are transactions the program submits
+	// in order from one goroutine (so that they commit in that order),
+	// numbered from 1: fenced writes and compares among them, whose
+	// outcomes the checker works out itself (see reference).
+	Txns []kv.Txn
+}
+
+// txns returns the workload's operations as transactions: a plain
+// operation is a transaction of that one operation.
+func (w Workload) txns() []kv.Txn {
+	if w.Txns != nil || w.Ops == nil {
+		return w.Txns
+	}
+	out := make([]kv.Txn, len(w.Ops))
+	for i, op := range w.Ops {
+		out[i] = kv.Txn{Then: []kv.Op{op}}
+	}
+	return out
 }
 
 // Config selects what Check does.
@@ -90,18 +107,22 @@ type Report struct {
 	CrashPoints int
 	Models      []*ModelReport
 	Nested      *ModelReport `json:",omitempty"`
-	Recoveries  int
-	Duration    time.Duration
+	// Wrong lists operations whose outcome, as the store reported it to
+	// the program (committed at a revision, or refused), differs from the
+	// reference's: a fence or a compare judged against the wrong state.
+	Wrong      []string `json:",omitempty"`
+	Recoveries int
+	Duration   time.Duration
 }
 
-// Ok reports whether no state was bad.
+// Ok reports whether no state was bad and every outcome was right.
 func (r *Report) Ok() bool {
 	for _, m := range r.Models {
 		if m.Bad > 0 {
 			return false
 		}
 	}
-	return r.Nested == nil || r.Nested.Bad == 0
+	return len(r.Wrong) == 0 && (r.Nested == nil || r.Nested.Bad == 0)
 }
 
 // outcome is the recovery of one state.
@@ -119,16 +140,36 @@ const syncDelay = 20 * time.Microsecond
 
 // checker holds the state of one Check.
 type checker struct {
-	w       Workload
-	cfg     Config
-	opts    kv.Options
-	rng     *rand.Rand
-	cache   map[uint64]outcome
-	prefix  []string // dump after the first m ops
-	want    string   // for recovery-only workloads
-	rev0    record.Revision
+	w    Workload
+	cfg  Config
+	opts kv.Options
+	rng  *rand.Rand
+	// cache holds the recovery of each state (by content hash).
+	cache map[uint64]outcome
+	ref   *reference // the operations' outcomes and the maps after them
+	want  string     // for recovery-only workloads
+	rev0  record.Revision
+	// start, for the recovery of a crashed program's process-crash
+	// state, is the simulated file system as that crash left it: its
+	// unsynced writes and namespace changes are the inner program's
+	// starting point, and every crash model applies to them.
+	start *inherited
+	// outer is the checker of the crashed program, for a nested one.
+	outer   *checker
 	report  *Report
 	nestedT map[uint64]bool // states whose recovery was crashed already
+	// inherit holds, for each process-crash state (by content hash), the
+	// simulated file system it came from, for its nested recovery.
+	inherit map[uint64]*inherited
+}
+
+// inherited is a process-crash state as the nested recovery starts from
+// it: the simulated file system, unsynced parts and all, and what the
+// crashed program had been promised and had issued by then.
+type inherited struct {
+	m       *fsModel
+	durable record.Revision
+	issued  int
 }
 
 // recoverState runs recovery on a copy of s and returns the map.
@@ -177,7 +218,7 @@ func Check(w Workload, cfg Config) (*Report, error) {
 		cfg.Pessimistic = 4
 	}
 	c := &checker{w: w, cfg: cfg, opts: w.Options, rng: rand.New(rand.NewPCG(cfg.Seed, 0x6b76)),
-		cache: map[uint64]outcome{}, nestedT: map[uint64]bool{},
+		cache: map[uint64]outcome{}, nestedT: map[uint64]bool{}, inherit: map[uint64]*inherited{},
 		report: &Report{Workload: w.Name, Bug: cfg.Bug, Counts: map[string]int{}}}
 	c.opts.Bug = cfg.Bug
 
@@ -187,14 +228,15 @@ func Check(w Workload, cfg Config) (*Report, error) {
 		return nil, fmt.Errorf("killtest: the initial directory does not recover: %w", base.err)
 	}
 	c.want, c.rev0 = base.dump, base.rev
-	if w.Ops != nil {
-		c.prefix = modelPrefixes(base, w.Ops)
+	if txns := w.txns(); txns != nil {
+		c.ref = newReference(base, txns)
 	}
 
 	events, err := c.trace(nil)
 	if err != nil {
 		return nil, err
 	}
+	c.checkOutcomes(events)
 	c.report.Events = len(events)
 	c.report.CrashPoints = len(events) + 1
 	for _, e := range events {
@@ -202,8 +244,14 @@ func Check(w Workload, cfg Config) (*Report, error) {
 	}
 	var distinct []State
 	seen := map[uint64]bool{}
-	note := func(s State) {
-		if h := s.Hash(); !seen[h] {
+	note := func(s State, m *fsModel, model Model, durable record.Revision, issued int) {
+		h := s.Hash()
+		if model == Process {
+			if _, ok := c.inherit[h]; !ok {
+				c.inherit[h] = &inherited{m: m.clone(), durable: durable, issued: issued}
+			}
+		}
+		if !seen[h] {
 			seen[h] = true
 			distinct = append(distinct, s)
 		}
@@ -217,7 +265,7 @@ func Check(w Workload, cfg Config) (*Report, error) {
 			}
 			continue
 		}
-		c.walk(mr, events, model, nil, func(s State) { note(s) })
+		c.walk(mr, events, model, nil, note)
 	}
 	if !cfg.NoNested {
 		mr := &ModelReport{Model: "nested recovery"}
@@ -250,18 +298,31 @@ func (c *checker) trace(failSync func(int) bool) ([]vfs.Event, error) {
 }
 
 // walk replays events and checks the states of model after each.
-func (c *checker) walk(mr *ModelReport, events []vfs.Event, model Model, onlyAfter func(int) bool, note func(State)) {
+func (c *checker) walk(mr *ModelReport, events []vfs.Event, model Model, onlyAfter func(int) bool,
+	note func(State, *fsModel, Model, record.Revision, int)) {
 	m := newModel(c.w.Dir, c.w.Initial)
+	if c.start != nil {
+		m = c.start.m.clone()
+	}
+	// shown: the program has shown (acknowledged) its map; a nested
+	// recovery's crash states must then give exactly that map.
+	shown := false
 	seenHere := map[uint64]bool{}
 	badHere := map[uint64]bool{}
-	lastAck, lastIssue := 0, 0
+	// durable is the highest revision the program was promised durable
+	// (by an ack, or by a read that saw it); lastIssue the highest
+	// operation it issued.
+	durable, lastIssue := c.rev0, 0
 	for k := 0; k <= len(events); k++ {
 		if k > 0 {
 			e := events[k-1]
 			m.apply(e)
 			switch e.Kind {
 			case vfs.EvAck:
-				lastAck = max(lastAck, e.N)
+				durable = max(durable, c.ackRevision(e))
+				shown = true
+			case vfs.EvRead:
+				durable = max(durable, record.Revision(e.Rev))
 			case vfs.EvIssue:
 				lastIssue = max(lastIssue, e.N)
 			}
@@ -289,9 +350,18 @@ func (c *checker) walk(mr *ModelReport, events []vfs.Event, model Model, onlyAft
 				mr.Distinct++
 			}
 			if note != nil {
-				note(s)
+				note(s, m, model, durable, lastIssue)
 			}
-			if bad := c.judge(s, lastAck, lastIssue); bad != nil {
+			var bad *Bad
+			if c.start != nil && !shown {
+				// A nested recovery that has not shown its map yet: a
+				// power loss may still take the crashed program's unsynced
+				// writes, as it could have before the recovery began.
+				bad = c.outer.judge(s, c.start.durable, c.start.issued)
+			} else {
+				bad = c.judge(s, durable, lastIssue)
+			}
+			if bad != nil {
 				mr.Bad++
 				if !badHere[h] {
 					badHere[h] = true
@@ -309,34 +379,77 @@ func (c *checker) walk(mr *ModelReport, events []vfs.Event, model Model, onlyAft
 	}
 }
 
+// ackRevision is the revision an ack promises durable: the one the
+// program saw, or the reference's for its operation.
+func (c *checker) ackRevision(e vfs.Event) record.Revision {
+	if e.Rev != 0 {
+		return record.Revision(e.Rev)
+	}
+	if c.ref != nil && e.N >= 1 && e.N <= len(c.ref.ops) {
+		return c.rev0 + record.Revision(c.ref.ops[e.N-1].committed)
+	}
+	return c.rev0
+}
+
 // judge recovers s and checks it against the workload: nil when good.
-func (c *checker) judge(s State, lastAck, lastIssue int) *Bad {
+// durable is the highest revision promised durable before the crash,
+// lastIssue the highest operation issued.
+func (c *checker) judge(s State, durable record.Revision, lastIssue int) *Bad {
 	o := c.recoverState(s)
 	if o.err != nil {
 		return &Bad{Reason: "recovery failed: " + o.err.Error()}
 	}
-	if c.prefix == nil {
+	if c.ref == nil {
 		if o.dump != c.want {
 			return &Bad{Reason: "recovery: " + DescribeDiff(parseDump(c.want), parseDump(o.dump)), Diff: mapDiff(c.want, o.dump)}
 		}
 		return nil
 	}
-	m := int(o.rev - c.rev0)
+	m := int(o.rev - c.rev0) // records committed since the start
+	need := int(durable - c.rev0)
 	switch {
-	case o.rev < c.rev0 || m < lastAck:
-		want := c.prefix[min(lastAck, len(c.prefix)-1)]
-		reason := fmt.Sprintf("acknowledged operation lost: recovered revision %d, operation %d was acknowledged", o.rev, lastAck)
+	case o.rev < c.rev0 || m < need:
+		want := c.ref.prefix[min(need, len(c.ref.prefix)-1)]
+		reason := fmt.Sprintf("acknowledged operation lost: recovered revision %d, revision %d was promised durable", o.rev, durable)
 		if d := DescribeDiff(parseDump(want), parseDump(o.dump)); d != "same map" {
 			reason += ": " + d
 		}
 		return &Bad{Reason: reason, Diff: mapDiff(want, o.dump)}
-	case m > len(c.prefix)-1 || m > lastIssue:
-		return &Bad{Reason: fmt.Sprintf("recovered revision %d, but only %d operations were issued", o.rev, lastIssue)}
-	case o.dump != c.prefix[m]:
-		return &Bad{Reason: fmt.Sprintf("the map at revision %d is not the map after operation %d: %s", o.rev, m,
-			DescribeDiff(parseDump(c.prefix[m]), parseDump(o.dump))), Diff: mapDiff(c.prefix[m], o.dump)}
+	case m > len(c.ref.prefix)-1 || m > c.ref.committedBy(lastIssue):
+		return &Bad{Reason: fmt.Sprintf("recovered revision %d, but the %d operations issued commit at most %d records",
+			o.rev, lastIssue, c.ref.committedBy(lastIssue))}
+	case o.dump != c.ref.prefix[m]:
+		return &Bad{Reason: fmt.Sprintf("the map at revision %d is not the map after %d records: %s", o.rev, m,
+			DescribeDiff(parseDump(c.ref.prefix[m]), parseDump(o.dump))), Diff: mapDiff(c.ref.prefix[m], o.dump)}
 	}
 	return nil
+}
+
+// checkOutcomes compares the outcome the store reported for each
+// operation of the trace with the reference's.
+func (c *checker) checkOutcomes(events []vfs.Event) {
+	if c.ref == nil {
+		return
+	}
+	wrong := func(format string, args ...any) {
+		if len(c.report.Wrong) < 10 {
+			c.report.Wrong = append(c.report.Wrong, fmt.Sprintf(format, args...))
+		}
+	}
+	for _, e := range events {
+		if (e.Kind != vfs.EvAck && e.Kind != vfs.EvRefused) || e.N < 1 || e.N > len(c.ref.ops) {
+			continue
+		}
+		want := c.ref.ops[e.N-1]
+		switch {
+		case e.Kind == vfs.EvRefused && want.commits:
+			wrong("operation %d was refused (%s), but it commits at revision %d", e.N, e.Note, c.rev0+record.Revision(want.committed))
+		case e.Kind == vfs.EvAck && !want.commits:
+			wrong("operation %d committed at revision %d, but it commits nothing: %s", e.N, e.Rev, want.why)
+		case e.Kind == vfs.EvAck && e.Rev != 0 && record.Revision(e.Rev) != c.rev0+record.Revision(want.committed):
+			wrong("operation %d committed at revision %d, want %d", e.N, e.Rev, c.rev0+record.Revision(want.committed))
+		}
+	}
 }
 
 // fsyncFailure reruns the program once per sync with that sync failing,
@@ -389,7 +502,14 @@ func (c *checker) nested(mr *ModelReport, s State) {
 	if err != nil {
 		return
 	}
+	// A process crash's state still holds the crashed program's unsynced
+	// writes and namespace changes: the recovery starts from them, and
+	// its own crashes may keep or lose them.
+	start := c.inherit[h]
 	rec := vfs.NewRecorder(fsys, initialNames(c.w.Dir, s))
+	if start != nil {
+		rec = vfs.NewRecorderInodes(fsys, start.m.inodePaths(), start.m.maxInode())
+	}
 	o := c.opts
 	o.FS = rec
 	first := func(b *Bad) {
@@ -404,6 +524,9 @@ func (c *checker) nested(mr *ModelReport, s State) {
 		first(&Bad{Model: "nested recovery", Nested: "a crash state", Reason: "traced recovery failed: " + err.Error()})
 		return
 	}
+	// Open returned: the store serves its map, whose revisions a reader
+	// may take as fencing tokens. From here on every crash must keep it.
+	rec.Ack(0)
 	if d := dump(st); d != want.dump {
 		first(&Bad{Model: "nested recovery", Nested: "a crash state", Reason: "the same state recovered to two maps: " +
 			DescribeDiff(parseDump(want.dump), parseDump(d))})
@@ -416,8 +539,8 @@ func (c *checker) nested(mr *ModelReport, s State) {
 	}
 	events := rec.Events()
 	inner := &checker{w: Workload{Dir: c.w.Dir, Initial: s}, cfg: c.cfg, opts: c.opts, rng: c.rng, cache: c.cache,
-		want: want.dump, report: c.report, nestedT: c.nestedT}
-	for _, model := range []Model{Process, Machine} {
+		want: want.dump, report: c.report, nestedT: c.nestedT, start: start, outer: c, inherit: c.inherit}
+	for _, model := range []Model{Process, Machine, Pessimistic} {
 		sub := &ModelReport{Model: model}
 		inner.walk(sub, events, model, nil, nil)
 		mr.States += sub.States
@@ -442,21 +565,132 @@ func describeState(s State) string {
 	return fmt.Sprint(parts)
 }
 
-// modelPrefixes returns the dump after each prefix of ops applied to the
-// base map.
-func modelPrefixes(base outcome, ops []kv.Op) []string {
+// reference works out, independently of the store, what each operation
+// of a workload does when the operations commit in order from the base
+// map: whether it commits a record (a fence that no longer holds, an add
+// to a value that is not an integer, or a transaction whose branch taken
+// has no operations commit nothing), and the map after each record.
+type reference struct {
+	ops    []refOp
+	prefix []string // the dump after the first k records
+}
+
+// refOp is one operation's outcome.
+type refOp struct {
+	commits   bool
+	committed int    // records committed up to and including this one
+	why       string // why it commits nothing
+}
+
+func newReference(base outcome, txns []kv.Txn) *reference {
 	m := record.NewMap()
 	for k, v := range parseDump(base.dump) {
 		m.Load(&record.Entry{Key: []byte(k), Value: []byte(v), CreateRev: 1, ModRev: 1, Version: 1})
 	}
-	out := []string{base.dump}
-	for i, op := range ops {
-		op := op
-		// A failing add would not commit; the workloads never issue one.
-		_ = m.Apply(&record.Record{Revision: base.rev + record.Revision(i+1), Ops: []record.Op{op}})
-		out = append(out, dumpMap(m))
+	m.SetRevision(base.rev)
+	ref := &reference{prefix: []string{base.dump}}
+	n := 0
+	for i := range txns {
+		t := &txns[i]
+		op := refOp{committed: n}
+		ops, why := evaluate(m, t)
+		if why == "" && len(ops) > 0 {
+			rev := base.rev + record.Revision(n+1)
+			if err := m.Apply(&record.Record{Revision: rev, Txn: true, Ops: ops}); err != nil {
+				why = err.Error()
+			} else {
+				n++
+				op.commits, op.committed = true, n
+				ref.prefix = append(ref.prefix, dumpMap(m))
+			}
+		} else if why == "" {
+			why = "the branch taken has no operations"
+		}
+		op.why = why
+		ref.ops = append(ref.ops, op)
 	}
-	return out
+	return ref
+}
+
+// committedBy returns the records that the first n operations commit.
+func (r *reference) committedBy(n int) int {
+	if n <= 0 {
+		return 0
+	}
+	return r.ops[min(n, len(r.ops))-1].committed
+}
+
+// evaluate judges t's fence and compares against m, as FORMAT.md and the
+// kv package's documentation define them, and returns the operations of
+// the branch taken, or why t commits nothing.
+func evaluate(m *record.Map, t *kv.Txn) ([]kv.Op, string) {
+	if f := t.Fence; f != nil {
+		e, ok := m.Lookup(f.Key)
+		switch {
+		case !ok:
+			return nil, "fenced: the fence key does not exist"
+		case f.By == kv.FenceCreateRev && e.CreateRev != f.Token:
+			return nil, fmt.Sprintf("fenced: created at %d, token %d", e.CreateRev, f.Token)
+		case f.By == kv.FenceModRev && e.ModRev != f.Token:
+			return nil, fmt.Sprintf("fenced: changed at %d, token %d", e.ModRev, f.Token)
+		}
+	}
+	for _, c := range t.If {
+		e, ok := m.Lookup(c.Key)
+		if !compareHolds(c, e, ok) {
+			return t.Else, ""
+		}
+	}
+	return t.Then, ""
+}
+
+// compareHolds evaluates one compare against a key's entry (ok false when
+// the key is absent): a missing key's value compares as absent (only "not
+// equal" holds), its revisions, version and existence as 0.
+func compareHolds(c kv.Compare, e record.Entry, ok bool) bool {
+	var sign int
+	if c.Target == record.TargetValue {
+		if !ok {
+			return c.Cmp == record.CmpNotEqual
+		}
+		sign = bytes.Compare(e.Value, c.Value)
+	} else {
+		var n int64
+		if ok {
+			switch c.Target {
+			case record.TargetCreateRev:
+				n = int64(e.CreateRev)
+			case record.TargetModRev:
+				n = int64(e.ModRev)
+			case record.TargetVersion:
+				n = e.Version
+			case record.TargetExists:
+				n = 1
+			}
+		}
+		sign = cmpInt(n, c.Num)
+	}
+	switch c.Cmp {
+	case record.CmpEqual:
+		return sign == 0
+	case record.CmpNotEqual:
+		return sign != 0
+	case record.CmpLess:
+		return sign < 0
+	case record.CmpGreater:
+		return sign > 0
+	}
+	return false
+}
+
+func cmpInt(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
 }
 
 func dumpMap(m *record.Map) string {
@@ -494,6 +728,9 @@ func (r *Report) Print(w interface{ Write([]byte) (int, error) }) {
 		}
 		fmt.Fprintf(w, "%s: %d states (%d distinct), %d bad (%d distinct)%s\n", label, mr.States, mr.Distinct, mr.Bad, mr.BadDistinct, sampled)
 	}
+	for _, wr := range r.Wrong {
+		fmt.Fprintf(w, "wrong outcome: %s\n", wr)
+	}
 	all := append([]*ModelReport(nil), r.Models...)
 	for _, mr := range r.Models {
 		line(mr, string(mr.Model)+" crash")
@@ -511,6 +748,3 @@ func (r *Report) Print(w interface{ Write([]byte) (int, error) }) {
 		}
 	}
 }
-
-var _ = errors.New
-var _ = path.Join

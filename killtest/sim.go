@@ -413,3 +413,33 @@ func pageSubset(durable, cur []byte, rng *rand.Rand) []byte {
 	}
 	return out
 }
+
+// clone returns a copy of m that replays events independently of it.
+// File contents are never modified in place, so the copy shares them.
+func (m *fsModel) clone() *fsModel {
+	c := &fsModel{dir: m.dir, inodes: make(map[int]*inode, len(m.inodes)), cur: maps(m.cur), durable: maps(m.durable),
+		pending: slices.Clone(m.pending)}
+	for id, n := range m.inodes {
+		c.inodes[id] = &inode{cur: n.cur, durable: n.durable, pending: slices.Clone(n.pending)}
+	}
+	return c
+}
+
+// inodePaths returns the inode of each file in the directory now, by
+// path, as vfs.NewRecorderInodes takes them.
+func (m *fsModel) inodePaths() map[string]int {
+	out := make(map[string]int, len(m.cur))
+	for name, id := range m.cur {
+		out[path.Join(m.dir, name)] = id
+	}
+	return out
+}
+
+// maxInode returns the highest inode number m knows.
+func (m *fsModel) maxInode() int {
+	n := 0
+	for id := range m.inodes {
+		n = max(n, id)
+	}
+	return n
+}

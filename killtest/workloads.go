@@ -8,11 +8,13 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math/rand/v2"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/kvstore/kv/kv"
+	"github.com/kvstore/kv/record"
 	"github.com/kvstore/kv/vfs"
 	"github.com/kvstore/kv/wal"
 )
@@ -64,7 +66,9 @@ func ArticleOps() []kv.Op {
 // directory as it is left after Close, without a checkpoint.
 func prepare(ops []kv.Op, opts kv.Options) (State, error) {
 	fsys := vfs.NewMem()
-	opts.FS = fsys
+	// Through a recorder, which salts the segments with a fixed sequence:
+	// the same workload starts from the same bytes every run.
+	opts.FS = vfs.NewRecorder(fsys, nil)
 	s, err := kv.Open(dataDir, &opts)
 	if err != nil {
 		return nil, err
@@ -171,14 +175,15 @@ func writesProgram(ops []kv.Op) Program {
 		}
 		for i := 0; i < len(ops); {
 			rec.Issue(i + 1)
-			if _, _, err := r.s.Submit(ops[i]).Wait(); err != nil {
+			rev, _, err := r.s.Submit(ops[i]).Wait()
+			if err != nil {
 				if i, err = r.reopen(fmt.Errorf("operation %d: %w", i+1, err)); err != nil {
 					r.s.Close()
 					return err
 				}
 				continue
 			}
-			rec.Ack(i + 1)
+			rec.AckRev(i+1, uint64(rev))
 			i++
 		}
 		return r.s.Close()
@@ -210,14 +215,15 @@ func pipelinedProgram(ops []kv.Op, seed uint64) Program {
 			}
 			var failed error
 			for _, f := range ps {
-				if _, _, err := f.p.Wait(); err != nil {
+				rev, _, err := f.p.Wait()
+				if err != nil {
 					if failed == nil {
 						failed = fmt.Errorf("operation %d: %w", f.n, err)
 					}
 					continue
 				}
 				if failed == nil {
-					rec.Ack(f.n)
+					rec.AckRev(f.n, uint64(rev))
 				}
 			}
 			if failed != nil {
@@ -277,6 +283,16 @@ func Workloads(n int, seed uint64) ([]Workload, error) {
 	}
 	writes := RandomOps(n, seed)
 	values := ValueOps(max(n/3, 12), seed)
+	fences := FenceTxns(n, seed)
+	tornOps := RandomOps(max(n/5, 10), seed+1)
+	written, err := prepare(RandomOps(20, seed+2), smallOptions)
+	if err != nil {
+		return nil, err
+	}
+	tornSmall, err := tornTail(written)
+	if err != nil {
+		return nil, err
+	}
 	return []Workload{
 		{Name: "recovery", Doc: "the recovery of the article's 17 operations in one segment",
 			Dir: dataDir, Initial: articleDir, Program: recoverProgram},
@@ -288,12 +304,16 @@ func Workloads(n int, seed uint64) ([]Workload, error) {
 			Dir: dataDir, Initial: State{}, Options: smallOptions, Program: pipelinedProgram(writes, seed), Ops: writes},
 		{Name: "values", Doc: fmt.Sprintf("%d writes in waves, values of up to 6 KiB holding record frames and runs of zeros", len(values)),
 			Dir: dataDir, Initial: State{}, Options: valueOptions, Program: pipelinedProgram(values, seed), Ops: values},
+		{Name: "torn-writes", Doc: fmt.Sprintf("%d writes, one at a time, into a directory whose newest segment ends torn", len(tornOps)),
+			Dir: dataDir, Initial: tornSmall, Options: smallOptions, Program: writesProgram(tornOps), Ops: tornOps},
+		{Name: "fences", Doc: fmt.Sprintf("%d transactions in waves: a lock taken, lost and retaken, fenced writes with current and stale tokens, compares with Else, and reads as promises", len(fences)),
+			Dir: dataDir, Initial: State{}, Options: smallOptions, Program: txnProgram(fences, seed), Txns: fences},
 	}, nil
 }
 
 // WorkloadNames lists the workloads Workloads returns.
 func WorkloadNames() []string {
-	return []string{"recovery", "torn-recovery", "writes", "checkpoint", "values"}
+	return []string{"recovery", "torn-recovery", "torn-writes", "writes", "checkpoint", "values", "fences"}
 }
 
 // valueOptions give the values workload segments that hold a few of its
@@ -436,4 +456,120 @@ func Shrink(n int, seed uint64, cfg Config) (int, *Report, error) {
 		}
 	}
 	return hi, best, nil
+}
+
+// FenceTxns generates n transactions, seeded, around a lock key: a holder
+// acquires the lock by creating its key if it is absent (its create
+// revision is the fencing token), writes under the fence, sometimes with
+// a stale token, loses the lock (delete) and another holder re-creates
+// it; counters (adds, so that a double application shows) and compares
+// with an Else branch in between. Tokens come from a run of the
+// reference on the operations so far: the lock's current create revision
+// or an earlier one. Submitted in waves, a delete, a re-creation and a
+// stale fenced write land in one group commit, whose fence must be judged
+// against the group being formed.
+func FenceTxns(n int, seed uint64) []kv.Txn {
+	rng := rand.New(rand.NewPCG(seed, 0xfe9c))
+	lock := []byte("lock")
+	var txns []kv.Txn
+	m := record.NewMap()
+	rev := record.Revision(0)
+	var tokens []record.Revision // create revisions the lock has had
+	commit := func(t kv.Txn) {
+		txns = append(txns, t)
+		if ops, why := evaluate(m, &t); why == "" && len(ops) > 0 {
+			if err := m.Apply(&record.Record{Revision: rev + 1, Txn: true, Ops: ops}); err == nil {
+				rev++
+			}
+		}
+	}
+	for len(txns) < n {
+		switch r := rng.IntN(10); {
+		case r < 2: // acquire
+			commit(kv.Txn{If: []kv.Compare{kv.Absent(lock)}, Then: []kv.Op{kv.PutOp(lock, []byte(fmt.Sprintf("holder%d", rng.IntN(4))))}})
+			if e, ok := m.Lookup(lock); ok && (len(tokens) == 0 || tokens[len(tokens)-1] != e.CreateRev) {
+				tokens = append(tokens, e.CreateRev)
+			}
+		case r < 3: // the lock is lost: deleted, then taken again at once
+			commit(kv.Txn{Then: []kv.Op{kv.DeleteOp(lock)}})
+		case r < 7 && len(tokens) > 0: // a fenced write, the token current or stale
+			tok := tokens[len(tokens)-1]
+			if rng.IntN(3) == 0 {
+				tok = tokens[rng.IntN(len(tokens))]
+			}
+			k := []byte(fmt.Sprintf("shard%d", rng.IntN(3)))
+			commit(kv.Txn{Fence: &kv.Fence{Key: lock, Token: tok}, Then: []kv.Op{kv.AddOp(k, int64(1+rng.IntN(9)))}})
+		case r < 8: // a compare with an Else branch
+			commit(kv.Txn{If: []kv.Compare{kv.CompareModRev([]byte("c"), kv.Less, rev/2)},
+				Then: []kv.Op{kv.AddOp([]byte("c"), 1)}, Else: []kv.Op{kv.AddOp([]byte("else"), 1), kv.PutOp([]byte("last"), []byte("else"))}})
+		default:
+			commit(kv.Txn{Then: []kv.Op{kv.AddOp([]byte("c"), int64(1+rng.IntN(9)))}})
+		}
+	}
+	return txns
+}
+
+// txnProgram submits the transactions in waves of 1 to 8 from one
+// goroutine (so that they commit in that order) without waiting inside a
+// wave, and records each one's outcome: committed at its revision, or
+// refused. A reader goroutine reads the keys meanwhile and records what it
+// saw as a promise: reads show only durable state, so the revision of
+// every entry read must survive any crash after the read.
+func txnProgram(txns []kv.Txn, seed uint64) Program {
+	return func(fsys vfs.FS, dir string, opts kv.Options, rec *vfs.Recorder) error {
+		s, err := kv.Open(dir, &opts)
+		if err != nil {
+			return err
+		}
+		stop := make(chan struct{})
+		readerDone := make(chan struct{})
+		go func() {
+			defer close(readerDone)
+			keys := [][]byte{[]byte("lock"), []byte("c"), []byte("shard0"), []byte("shard1"), []byte("else")}
+			seen := kv.Revision(0) // a read promises only what is new
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if e, err := s.Get(keys[i%len(keys)]); err == nil && e.ModRev > seen {
+					seen = e.ModRev
+					rec.Read(uint64(e.ModRev))
+				}
+				runtime.Gosched()
+			}
+		}()
+		defer func() { close(stop); <-readerDone }()
+		rng := rand.New(rand.NewPCG(seed, 0x7c2))
+		type inflight struct {
+			n int
+			p *kv.Pending
+		}
+		for i := 0; i < len(txns); {
+			wave := min(1+rng.IntN(8), len(txns)-i)
+			var ps []inflight
+			for j := 0; j < wave; j++ {
+				rec.Issue(i + 1)
+				ps = append(ps, inflight{i + 1, s.SubmitTxn(txns[i])})
+				i++
+			}
+			for _, f := range ps {
+				rev, _, err := f.p.Wait()
+				res := f.p.Result()
+				switch {
+				case errors.Is(err, kv.ErrFailed):
+					s.Close()
+					return fmt.Errorf("operation %d: %w", f.n, err)
+				case err != nil:
+					rec.Refused(f.n, err.Error())
+				case !res.Committed:
+					rec.Refused(f.n, "nothing to commit")
+				default:
+					rec.AckRev(f.n, uint64(rev))
+				}
+			}
+		}
+		return s.Close()
+	}
 }

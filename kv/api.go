@@ -259,6 +259,18 @@ func (s *Store) Submit(op Op) *Pending {
 	return &Pending{r: r, err: s.enqueue(r)}
 }
 
+// SubmitTxn queues a transaction, as Txn commits it, and returns without
+// waiting; it keeps its place in the order of the writes that the calling
+// goroutine submits (see Submit). Wait returns its revision; Result, after
+// Wait, which branch it took and whether it committed a record.
+func (s *Store) SubmitTxn(t Txn) *Pending {
+	if len(t.Then) == 0 && len(t.Else) == 0 && t.Fence == nil && len(t.If) == 0 {
+		return &Pending{err: fmt.Errorf("%w: empty transaction", ErrInvalid)}
+	}
+	r := &request{txn: t}
+	return &Pending{r: r, err: s.enqueue(r)}
+}
+
 // Wait blocks until the write is committed (durable under Always) or has
 // failed, and returns its revision and, for an add, the new value.
 func (p *Pending) Wait() (Revision, int64, error) {
@@ -267,4 +279,18 @@ func (p *Pending) Wait() (Revision, int64, error) {
 	}
 	<-p.r.done
 	return p.r.res.Revision, p.r.added, p.r.err
+}
+
+// Result returns the outcome of a transaction submitted with SubmitTxn,
+// once Wait has returned (the zero result before, or after an error).
+func (p *Pending) Result() TxnResult {
+	if p.err != nil || p.r == nil {
+		return TxnResult{}
+	}
+	select {
+	case <-p.r.done:
+		return p.r.res
+	default:
+		return TxnResult{}
+	}
 }

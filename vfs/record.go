@@ -19,11 +19,13 @@ const (
 	EvDirSync                       // fsync of a directory: its entries durable
 	EvMeta                          // create, rename, unlink, truncate, preallocate, mkdir
 	EvIssue                         // the program starts operation N
-	EvAck                           // the program promises operation N is durable
+	EvAck                           // the program promises operation N is durable (committed at Rev, if set)
 	EvSyncFail                      // a sync that failed: its unsynced writes are lost
+	EvRefused                       // operation N completed without committing anything
+	EvRead                          // the program read state up to revision Rev: it promises Rev durable
 )
 
-var evNames = [...]string{"", "data", "sync", "dirsync", "meta", "issue", "ack", "syncfail"}
+var evNames = [...]string{"", "data", "sync", "dirsync", "meta", "issue", "ack", "syncfail", "refused", "read"}
 
 // String names the kind as the simulator's reports do.
 func (k EventKind) String() string {
@@ -43,7 +45,9 @@ type Event struct {
 	Off   int64  // write offset, preallocate offset
 	Data  []byte // written bytes
 	Size  int64  // truncate size, preallocate length
-	N     int    // operation number of issue and ack
+	N     int    // operation number of issue, ack and refused
+	Rev   uint64 // the revision of an ack (0 when not known) or a read
+	Note  string // why an operation was refused
 }
 
 // String describes the event in one line, such as "rename snapshot.tmp ->
@@ -59,8 +63,10 @@ func (e Event) String() string {
 		return fmt.Sprintf("truncate %s to %d", b(e.Path), e.Size)
 	case "preallocate":
 		return fmt.Sprintf("preallocate %s %d+%d", b(e.Path), e.Off, e.Size)
-	case "issue", "ack":
+	case "issue", "ack", "refused":
 		return fmt.Sprintf("%s %d", e.Op, e.N)
+	case "read":
+		return fmt.Sprintf("read at revision %d", e.Rev)
 	case "fsync":
 		return fmt.Sprintf("fsync %s/", b(e.Path))
 	}
@@ -88,6 +94,7 @@ type Recorder struct {
 	// lock, so that the program's other goroutines run meanwhile as they
 	// do while a real fdatasync waits for the disk.
 	SyncDelay time.Duration
+	salts     uint64 // salts handed out (NewSalt)
 }
 
 // NewRecorder records calls to fsys. The files that exist beforehand are
@@ -99,6 +106,32 @@ func NewRecorder(fsys FS, initial []string) *Recorder {
 		r.names[path.Clean(n)] = r.next
 	}
 	return r
+}
+
+// NewRecorderInodes records calls to fsys, whose files beforehand have
+// the inodes given (path to inode), as a simulator that already tracks
+// them numbers them; new files get numbers above every one given and
+// above reserved.
+func NewRecorderInodes(fsys FS, inodes map[string]int, reserved int) *Recorder {
+	r := &Recorder{FS: fsys, names: map[string]int{}, next: reserved}
+	for n, id := range inodes {
+		r.names[path.Clean(n)] = id
+		r.next = max(r.next, id)
+	}
+	return r
+}
+
+// NewSalt returns the salt of the next log segment created through the
+// recorder (see wal.Salter): a fixed sequence, so that a simulation that
+// creates segments in the same order builds the same bytes every run.
+func (r *Recorder) NewSalt() uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.salts++
+	z := r.salts * 0x9e3779b97f4a7c15
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31) | 1
 }
 
 // Events returns a copy of the events so far.
@@ -113,6 +146,21 @@ func (r *Recorder) Issue(n int) { r.add(Event{Kind: EvIssue, Op: "issue", N: n})
 
 // Ack records that the program promises operation n is durable.
 func (r *Recorder) Ack(n int) { r.add(Event{Kind: EvAck, Op: "ack", N: n}) }
+
+// AckRev records that operation n committed at revision rev and is
+// durable.
+func (r *Recorder) AckRev(n int, rev uint64) { r.add(Event{Kind: EvAck, Op: "ack", N: n, Rev: rev}) }
+
+// Refused records that operation n completed without committing anything
+// (a fenced write, a failed add), and why.
+func (r *Recorder) Refused(n int, why string) {
+	r.add(Event{Kind: EvRefused, Op: "refused", N: n, Note: why})
+}
+
+// Read records that the program read the store's state up to revision
+// rev (a value whose mod revision is rev, say): reads show only durable
+// state, so it promises rev durable.
+func (r *Recorder) Read(rev uint64) { r.add(Event{Kind: EvRead, Op: "read", Rev: rev}) }
 
 func (r *Recorder) add(e Event) {
 	r.mu.Lock()

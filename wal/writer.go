@@ -112,11 +112,12 @@ func Create(fsys vfs.FS, dir string, seg SegmentNum, opts Options) (*Writer, err
 // Records past info.Synced may be only in the page cache: left by a
 // process that crashed, or pages a failed fdatasync left behind, which
 // the kernel treats as clean and will never write. OpenAppend writes
-// those bytes again, unchanged, so that the Writer's first Sync makes
-// them durable before any record claims them synced. It syncs the
-// directory only when the segment holds no record but its header: any
-// later record was written after the directory sync that made the
-// segment's name durable.
+// those bytes again, unchanged, and syncs them: the caller may show them
+// to readers, so they must be durable before it does (nothing to write
+// or sync after a clean close, whose mark claims every record synced).
+// It syncs the directory only when the segment holds no record but its
+// header: any later record was written after the directory sync that
+// made the segment's name durable.
 func OpenAppend(fsys vfs.FS, dir string, info SegmentInfo, opts Options) (*Writer, error) {
 	seg := info.Segment
 	f, err := fsys.OpenReadWrite(SegmentPath(dir, seg))
@@ -158,7 +159,14 @@ func (w *Writer) openAppend(info SegmentInfo) error {
 		if err := rewrite(w.f, info.Synced, info.DataEnd); err != nil {
 			return err
 		}
-		w.dataEnd = info.DataEnd
+		// The caller serves what it read (recovery shows these records
+		// to readers, whose revisions are fencing tokens): they must be
+		// durable before it does. Nothing to do after a clean close,
+		// whose mark claims every record synced.
+		if err := w.f.Sync(); err != nil {
+			return err
+		}
+		w.synced, w.dataEnd = info.End, info.End
 	}
 	if info.End <= firstRecord {
 		// Only the header: the process that created the segment may have
@@ -235,9 +243,20 @@ func (w *Writer) create(seg SegmentNum) error {
 	return vfs.SyncDir(w.fsys, w.dir)
 }
 
+// Salter is implemented by a file system that chooses the salts of the
+// segments created in it: a simulation does, so that its runs are
+// repeatable. Every other file system leaves salts to the Writer, which
+// draws them at random.
+type Salter interface {
+	NewSalt() uint64
+}
+
 // writeHeader writes a header record with a new salt at w.off (0).
 func (w *Writer) writeHeader() error {
 	salt := newSalt()
+	if s, ok := w.fsys.(Salter); ok {
+		salt = s.NewSalt()
+	}
 	if w.opts.salt != nil {
 		salt = w.opts.salt()
 	}
