@@ -384,20 +384,39 @@ func (m *fsModel) pessimisticStates(n int, rng *rand.Rand) []State {
 				s[name] = in.durable
 				continue
 			}
-			s[name] = pageSubset(in.durable, in.cur, rng)
+			s[name] = pageSubset(in.durable, in.cur, sizeOf(in, rng), rng)
 		}
 		states = append(states, s)
 	}
 	return states
 }
 
+// sizeOf picks the size a file is left with: the size it had at its last
+// sync or after any of its unsynced operations. A size change (a truncate,
+// a reservation) is the file system's metadata, made durable on its own
+// schedule: a crash can keep a later write's page and lose an earlier
+// truncate.
+func sizeOf(n *inode, rng *rand.Rand) int {
+	sizes := []int{len(n.durable)}
+	b := n.durable
+	for _, op := range n.pending {
+		b = op.apply(b)
+		sizes = append(sizes, len(b))
+	}
+	return sizes[rng.IntN(len(sizes))]
+}
+
 // pageSubset mixes durable and current contents page by page: each page
 // that differs is taken from cur, or lost (zeros past the durable bytes of
-// that page, the durable bytes within it kept), at random. The size is
-// cur's.
-func pageSubset(durable, cur []byte, rng *rand.Rand) []byte {
+// that page, the durable bytes within it kept), at random. The file has
+// size bytes: past cur's end, what the durable contents held there (a
+// truncate lost), or zeros.
+func pageSubset(durable, cur []byte, size int, rng *rand.Rand) []byte {
 	const page = 4096
-	out := make([]byte, len(cur))
+	out := make([]byte, max(size, len(cur)))
+	if len(durable) > len(cur) {
+		copy(out[len(cur):], durable[len(cur):])
+	}
 	for off := 0; off < len(cur); off += page {
 		end := min(off+page, len(cur))
 		var d []byte
@@ -411,7 +430,7 @@ func pageSubset(durable, cur []byte, rng *rand.Rand) []byte {
 			copy(out[off:end], d) // the rest of the page stays zero
 		}
 	}
-	return out
+	return out[:size]
 }
 
 // clone returns a copy of m that replays events independently of it.

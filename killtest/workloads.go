@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/kvstore/kv/kv"
 	"github.com/kvstore/kv/record"
@@ -306,6 +307,8 @@ func Workloads(n int, seed uint64) ([]Workload, error) {
 			Dir: dataDir, Initial: State{}, Options: valueOptions, Program: pipelinedProgram(values, seed), Ops: values},
 		{Name: "torn-writes", Doc: fmt.Sprintf("%d writes, one at a time, into a directory whose newest segment ends torn", len(tornOps)),
 			Dir: dataDir, Initial: tornSmall, Options: smallOptions, Program: writesProgram(tornOps), Ops: tornOps},
+		{Name: "never", Doc: fmt.Sprintf("%d writes under --sync never, idle now and then (the store marks its log), durable at each Sync", len(writes)),
+			Dir: dataDir, Initial: State{}, Options: neverOptions, Program: neverProgram(writes), Ops: writes},
 		{Name: "fences", Doc: fmt.Sprintf("%d transactions in waves: a lock taken, lost and retaken, fenced writes with current and stale tokens, compares with Else, and reads as promises", len(fences)),
 			Dir: dataDir, Initial: State{}, Options: smallOptions, Program: txnProgram(fences, seed), Txns: fences},
 	}, nil
@@ -313,7 +316,7 @@ func Workloads(n int, seed uint64) ([]Workload, error) {
 
 // WorkloadNames lists the workloads Workloads returns.
 func WorkloadNames() []string {
-	return []string{"recovery", "torn-recovery", "torn-writes", "writes", "checkpoint", "values", "fences"}
+	return []string{"recovery", "torn-recovery", "torn-writes", "writes", "checkpoint", "values", "never", "fences"}
 }
 
 // valueOptions give the values workload segments that hold a few of its
@@ -406,7 +409,9 @@ func tornTail(s State) (State, error) {
 	for k, v := range s {
 		out[k] = v
 	}
-	out[newest] = s[newest][:(last.Offset+last.End())/2]
+	// All but the last byte: a tail longer than a seal record, so that a
+	// seal written over it without the cut leaves part of it behind.
+	out[newest] = s[newest][:last.End()-1]
 	return out, nil
 }
 
@@ -456,6 +461,42 @@ func Shrink(n int, seed uint64, cfg Config) (int, *Report, error) {
 		}
 	}
 	return hi, best, nil
+}
+
+// neverOptions are smallOptions under the Never sync mode.
+var neverOptions = kv.Options{SegmentSize: 1024, CheckpointBytes: 4096, Sync: kv.Never}
+
+// neverProgram writes one operation at a time under the Never sync mode,
+// where a write returns before it is durable: it promises nothing until
+// it calls Sync, every 16 writes, after which every write before is
+// durable. Every 5 writes it pauses past the store's idle delay, so that
+// the store marks its log while writes are not yet durable.
+func neverProgram(ops []kv.Op) Program {
+	return func(fsys vfs.FS, dir string, opts kv.Options, rec *vfs.Recorder) error {
+		s, err := kv.Open(dir, &opts)
+		if err != nil {
+			return err
+		}
+		for i, op := range ops {
+			rec.Issue(i + 1)
+			rev, _, err := s.Submit(op).Wait()
+			if err != nil {
+				s.Close()
+				return fmt.Errorf("operation %d: %w", i+1, err)
+			}
+			if (i+1)%5 == 0 {
+				time.Sleep(2 * time.Millisecond)
+			}
+			if (i+1)%16 == 0 || i+1 == len(ops) {
+				if err := s.Sync(); err != nil {
+					s.Close()
+					return err
+				}
+				rec.AckRev(i+1, uint64(rev))
+			}
+		}
+		return s.Close()
+	}
 }
 
 // FenceTxns generates n transactions, seeded, around a lock key: a holder

@@ -289,6 +289,16 @@ func TestBitRotNotCut(t *testing.T) {
 		{"a value of zeros, the last record", 1 << 16, [][]byte{[]byte("a"), append(zeros, zeros...)}, 1,
 			func(off, end int64) int64 { return off + 30 }},
 	}
+	// The first byte of a sector inside a record zeroed (at -1): the rest
+	// of the sector is there, so no crash lost it.
+	tests = append(tests, struct {
+		name     string
+		prealloc int64
+		values   [][]byte
+		damage   int
+		at       func(off, end int64) int64
+	}{"the first byte of a sector zeroed, the rest of it intact", 1 << 16,
+		[][]byte{[]byte("a"), bytes.Repeat([]byte("q"), 1500)}, 1, func(off, end int64) int64 { return -1 }})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			fsys := newFS(t)
@@ -306,7 +316,16 @@ func TestBitRotNotCut(t *testing.T) {
 			b := readSegment(t, fsys, 1) // before any mark
 			offs := recordOffsets(pos.Offset, tt.values)
 			off := offs[tt.damage]
-			b[tt.at(off, off+recHeaderSize+int64(len(tt.values[tt.damage])))] ^= 0x10
+			if at := tt.at(off, off+recHeaderSize+int64(len(tt.values[tt.damage]))); at >= 0 {
+				b[at] ^= 0x10
+			} else {
+				// A sector's first byte set to zero, the rest intact.
+				s := (off/wal.SectorSize + 1) * wal.SectorSize
+				if b[s] == 0 {
+					t.Fatalf("fixture: byte %d is zero already", s)
+				}
+				b[s] = 0
+			}
 			_, _, err = scanSegment(memWithSegment(t, 1, b), 1, true)
 			if err := checkCorrupt(err, wal.ErrCorrupt, wal.SegmentPath(testDir, 1), off); err != nil {
 				t.Error(err)

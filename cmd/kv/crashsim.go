@@ -14,6 +14,7 @@ type crashsimOpts struct {
 	model     string
 	seed      uint64
 	maxStates int
+	samples   int
 	ops       int
 	json      bool
 	noNested  bool
@@ -34,16 +35,21 @@ state as corruption, and recovering a crashed recovery gives the same map
 and crashed at every point).
 
 Workloads: recovery (the article's 17 operations, recovered), torn-recovery
-(the same with a torn tail), writes (--ops mixed writes, one at a time),
-checkpoint (the same in waves, racing background checkpoints), random
-(generated from --seed; a failure is shrunk to the fewest operations that
-still fail), all.
+(the same with a torn tail), torn-writes (writes into a directory whose
+log ends torn), writes (--ops mixed writes, one at a time), checkpoint
+(the same in waves, racing background checkpoints), values (values that
+hold record frames and runs of zeros), never (writes under --sync never,
+durable at each Sync), fences (transactions around a lock: fenced writes,
+stale tokens, compares, reads as promises), random (generated from
+--seed; a failure is shrunk to the fewest operations that still fail),
+all.
 
 Models: process (the page cache survives), machine (power loss: synced
 data, plus any prefix of unsynced writes, torn at 512 bytes, and of
 unsynced renames, creates and unlinks), pessimistic (any subset of unsynced
-4 KiB pages and namespace operations, sampled), fsync-failure (the k-th
-sync fails and loses its writes for good), all.
+4 KiB pages and namespace operations, and any size the file had since
+its last sync, sampled), fsync-failure (the k-th sync fails and loses its
+writes for good; the program reopens the store in the same boot), all.
 
 Exit status 0 when no state is bad, 1 otherwise.`,
 		Example: `  kv crashsim recovery
@@ -102,6 +108,7 @@ Exit status 0 when no state is bad, 1 otherwise.`,
 	f.StringVar(&o.model, "model", "process,machine", "crash models: process, machine, pessimistic, fsync-failure, or all (comma-separated)")
 	f.Uint64Var(&o.seed, "seed", 1, "seed of the generated workloads and of sampling")
 	f.IntVar(&o.maxStates, "max-states", 64, "machine states per crash point before sampling")
+	f.IntVar(&o.samples, "samples", 4, "pessimistic states sampled per crash point")
 	f.IntVar(&o.ops, "ops", 150, "operations of the writes, checkpoint and random workloads")
 	f.BoolVar(&o.json, "json", false, "print the reports as JSON")
 	f.BoolVar(&o.noNested, "no-nested", false, "skip crashing the recovery of each crash state")
@@ -110,7 +117,7 @@ Exit status 0 when no state is bad, 1 otherwise.`,
 }
 
 func (o *crashsimOpts) config(g *globalOpts) (killtest.Config, error) {
-	cfg := killtest.Config{Seed: o.seed, MaxStates: o.maxStates, NoNested: o.noNested}
+	cfg := killtest.Config{Seed: o.seed, MaxStates: o.maxStates, Pessimistic: o.samples, NoNested: o.noNested}
 	bug, err := recovery.ParseBug(g.bug)
 	if err != nil {
 		return cfg, usageError{err}
