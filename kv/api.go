@@ -51,7 +51,9 @@ func (s *Store) Add(key []byte, delta int64) (int64, Revision, error) {
 
 // Txn commits a transaction atomically as one record (see Txn). A failed
 // compare is not an error: TxnResult.Succeeded is false and the Else
-// operations ran. A failed fence is ErrFenced.
+// operations ran. A failed fence is ErrFenced. A transaction whose record,
+// for either branch, would be over the log's maximum record size is
+// ErrTooLarge, before anything is queued.
 func (s *Store) Txn(t Txn) (TxnResult, error) {
 	if len(t.Then) == 0 && len(t.Else) == 0 && t.Fence == nil && len(t.If) == 0 {
 		return TxnResult{}, fmt.Errorf("%w: empty transaction", ErrInvalid)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"runtime"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/kvstore/kv/kv"
 	"github.com/kvstore/kv/recovery"
 	"github.com/kvstore/kv/vfs"
+	"github.com/kvstore/kv/wal"
 )
 
 // TestTooLarge: keys and values over the configured maxima are refused with
@@ -104,4 +106,122 @@ func readMem(tb testing.TB, fsys vfs.FS, name string) []byte {
 		tb.Fatal(err)
 	}
 	return b
+}
+
+// txnRecordSize is the size of the record a transaction's branch of puts
+// logs, counted by hand from record.Append's layout (not by the code
+// under test): kind, revision, flags, the compare count and the compares,
+// the op count, and per put its kind, key and value with their lengths.
+func txnRecordSize(cmps []kv.Compare, ops []kv.Op) int {
+	n := 1 + 8 + 1 + 4 + 4
+	for _, c := range cmps {
+		n += 2 + 4 + len(c.Key) + 4 + len(c.Value) // value compares only
+	}
+	for _, op := range ops {
+		n += 1 + 4 + len(op.Key) + 4 + len(op.Value) // puts only
+	}
+	return n
+}
+
+// bigPuts returns n puts of 4 KiB values whose transaction record, with
+// cmps, is size bytes: the last value takes up the difference.
+func bigPuts(tb testing.TB, n int, cmps []kv.Compare, size int) []kv.Op {
+	tb.Helper()
+	ops := make([]kv.Op, n)
+	for i := range ops {
+		ops[i] = kv.PutOp(fmt.Appendf(nil, "big/%05d", i), bytes.Repeat([]byte{byte('a' + i%26)}, 4<<10))
+	}
+	last := &ops[n-1]
+	fill := size - txnRecordSize(cmps, ops)
+	if fill < -len(last.Value) {
+		tb.Fatalf("%d puts of 4 KiB are more than %d bytes", n, size)
+	}
+	last.Value = bytes.Repeat([]byte("z"), len(last.Value)+fill)
+	if got := txnRecordSize(cmps, ops); got != size {
+		tb.Fatalf("built a record of %d bytes, want %d", got, size)
+	}
+	return ops
+}
+
+// TestTxnSizeBoundary: a transaction is refused with ErrTooLarge exactly
+// when its record would be over the log's maximum record size, counting
+// the encoding of every operation and compare, not only the key and
+// value bytes. The largest that fits commits and reads back after a
+// reopen; one byte more is ErrTooLarge, commits nothing, and the store
+// goes on (it used to pass the store's check, fail in the log's Append
+// and fail-stop the store for every caller).
+func TestTxnSizeBoundary(t *testing.T) {
+	const limit = wal.DefaultMaxRecordSize // what default options give the log
+	cmps := []kv.Compare{kv.CompareValue([]byte("guard"), kv.NotEqual, bytes.Repeat([]byte("g"), 1000))}
+	small := []kv.Op{kv.PutOp([]byte("else"), []byte("x"))}
+	tests := []struct {
+		name string
+		txn  func() kv.Txn
+		want error
+	}{
+		{name: "4000 puts at the limit", txn: func() kv.Txn {
+			return kv.Txn{Then: bigPuts(t, 4000, nil, limit)}
+		}},
+		{name: "4000 puts one byte over", want: kv.ErrTooLarge, txn: func() kv.Txn {
+			return kv.Txn{Then: bigPuts(t, 4000, nil, limit+1)}
+		}},
+		{name: "a compare and puts at the limit", txn: func() kv.Txn {
+			return kv.Txn{If: cmps, Then: bigPuts(t, 3500, cmps, limit), Else: small}
+		}},
+		{name: "a compare and puts one byte over", want: kv.ErrTooLarge, txn: func() kv.Txn {
+			return kv.Txn{If: cmps, Then: bigPuts(t, 3500, cmps, limit+1), Else: small}
+		}},
+		{name: "the else branch one byte over", want: kv.ErrTooLarge, txn: func() kv.Txn {
+			return kv.Txn{If: cmps, Then: small, Else: bigPuts(t, 3500, cmps, limit+1)}
+		}},
+	}
+	mem := vfs.NewMem()
+	s, _ := memStore(t, &kv.Options{FS: mem})
+	want := map[string]string{}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			txn := tc.txn()
+			before := s.Revision()
+			res, err := s.Txn(txn)
+			if tc.want != nil {
+				if !errors.Is(err, tc.want) || errors.Is(err, kv.ErrFailed) {
+					t.Fatalf("Txn: %v, want %v", err, tc.want)
+				}
+				if res.Committed || s.Revision() != before {
+					t.Errorf("a refused transaction committed: %+v, revision %d -> %d", res, before, s.Revision())
+				}
+			} else {
+				if err != nil || !res.Committed {
+					t.Fatalf("Txn: %+v, %v; want it committed", res, err)
+				}
+				ops := txn.Then
+				if !res.Succeeded {
+					ops = txn.Else
+				}
+				for _, op := range ops {
+					want[string(op.Key)] = string(op.Value)
+				}
+			}
+			// The store goes on for every caller.
+			if st := s.Stats(); st.Failed != nil {
+				t.Fatalf("the store failed: %v", st.Failed)
+			}
+			k := "after " + tc.name
+			if _, err := s.Put([]byte(k), []byte("v")); err != nil {
+				t.Fatalf("a Put after it: %v", err)
+			}
+			want[k] = "v"
+		})
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r := reopen(t, mem.CrashClone(), kv.Options{})
+	got := map[string]string{}
+	for e := range r.Scan(nil, nil) {
+		got[string(e.Key)] = string(e.Value)
+	}
+	if !mapsEqual(got, want) {
+		t.Errorf("after a reopen: %d keys, want %d (or different values)", len(got), len(want))
+	}
 }

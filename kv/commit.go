@@ -86,7 +86,7 @@ func (s *Store) enqueue(r *request) error {
 	if s.opts.ReadOnly {
 		return ErrReadOnly
 	}
-	if err := s.check(&r.txn); err != nil {
+	if err := s.check(r); err != nil {
 		return err
 	}
 	if f := s.failed.Load(); f != nil {
@@ -105,10 +105,10 @@ func (s *Store) enqueue(r *request) error {
 	return nil
 }
 
-// check validates a transaction before it is queued.
-func (s *Store) check(t *Txn) error {
+// check validates a request before it is queued.
+func (s *Store) check(r *request) error {
+	t := &r.txn
 	maxK, maxV := s.opts.maxKey(), s.opts.maxValue()
-	total := 0
 	key := func(k []byte) error {
 		if len(k) == 0 {
 			return fmt.Errorf("%w: empty key", ErrInvalid)
@@ -116,7 +116,6 @@ func (s *Store) check(t *Txn) error {
 		if len(k) > maxK {
 			return fmt.Errorf("%w: key of %d bytes, limit %d", ErrTooLarge, len(k), maxK)
 		}
-		total += len(k)
 		return nil
 	}
 	for _, ops := range [][]Op{t.Then, t.Else} {
@@ -130,7 +129,6 @@ func (s *Store) check(t *Txn) error {
 				if len(op.Value) > maxV {
 					return fmt.Errorf("%w: value of %d bytes, limit %d", ErrTooLarge, len(op.Value), maxV)
 				}
-				total += len(op.Value)
 			case record.KindDelete, record.KindAdd:
 			default:
 				return fmt.Errorf("%w: unknown operation kind %d", ErrInvalid, op.Kind)
@@ -145,15 +143,28 @@ func (s *Store) check(t *Txn) error {
 		if c.Target < record.TargetValue || c.Target > record.TargetExists || c.Cmp < record.CmpEqual || c.Cmp > record.CmpGreater {
 			return fmt.Errorf("%w: malformed compare", ErrInvalid)
 		}
-		total += len(c.Value)
 	}
 	if t.Fence != nil {
 		if err := key(t.Fence.Key); err != nil {
 			return err
 		}
 	}
-	if total > s.opts.walOptions().MaxRecordSize-1024 {
-		return fmt.Errorf("%w: transaction of %d bytes", ErrTooLarge, total)
+	// The record either branch would log must fit in the log's maximum
+	// record size, counted as take encodes it: a record the log refuses
+	// would fail-stop the store for every caller. Which branch runs is
+	// known only in the committer, so both must fit; a branch without
+	// operations logs nothing.
+	for _, ops := range [][]Op{t.Then, t.Else} {
+		if len(ops) == 0 {
+			continue
+		}
+		rec := record.Record{Txn: !r.single, Ops: ops}
+		if !r.single {
+			rec.Compares = t.If
+		}
+		if n := record.Size(&rec); n > s.maxRecord {
+			return fmt.Errorf("%w: transaction of %d bytes logged, limit %d", ErrTooLarge, n, s.maxRecord)
+		}
 	}
 	return nil
 }

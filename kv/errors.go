@@ -50,8 +50,14 @@ var ErrOverflow = errors.New("kv: integer overflow")
 // revision near it.
 var ErrRevisionsExhausted = errors.New("kv: no revision left: the store is at the largest revision")
 
-// ErrTooLarge is returned when a key, a value or a whole transaction is
-// over its configured limit.
+// ErrTooLarge is returned, and nothing is committed, when a key or a
+// value is over its configured limit (Options.MaxKeySize,
+// Options.MaxValueSize), or when a transaction's record would be over the
+// log's maximum record size: 16 MiB, or 2×(MaxKeySize+MaxValueSize)+1 KiB
+// when that is more. The record counts its encoding (record.Size), about
+// 10 bytes per operation and compare besides their keys and values, and
+// either branch of a transaction must fit, since which one runs is known
+// only when it commits. The store goes on serving.
 var ErrTooLarge = errors.New("kv: key or value too large")
 
 // ErrReadOnly is returned by writes to a store opened read-only.

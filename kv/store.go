@@ -33,6 +33,9 @@ type Store struct {
 	fs   vfs.FS
 	log  *slog.Logger
 	lock vfs.File
+	// maxRecord is the log's maximum record size: check refuses a write
+	// whose record would be bigger.
+	maxRecord int
 
 	// Visible state: what Get and Scan see. Only the committer changes
 	// it, under mu, after the records are durable (under Always).
@@ -93,7 +96,7 @@ func OpenContext(ctx context.Context, dir string, opts *Options) (*Store, error)
 	if opts != nil {
 		o = *opts
 	}
-	s := &Store{dir: dir, opts: o, fs: o.fs(), log: o.logger()}
+	s := &Store{dir: dir, opts: o, fs: o.fs(), log: o.logger(), maxRecord: o.walOptions().MaxRecordSize}
 	if err := s.makeDir(); err != nil {
 		return nil, err
 	}

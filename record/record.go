@@ -174,6 +174,45 @@ func Append(buf []byte, r *Record) []byte {
 	return buf
 }
 
+// Size returns len(Append(nil, r)), the size of r's encoding, without
+// encoding it: a writer checks a record against the log's maximum record
+// size before it commits to it.
+func Size(r *Record) int {
+	const head = 1 + 8 // kind, revision
+	if r.Skip {
+		return head
+	}
+	if !r.Txn && len(r.Ops) == 1 {
+		return head + opBodySize(&r.Ops[0])
+	}
+	n := head + 1 + 4 + 4 // flags, compare count, op count
+	for i := range r.Compares {
+		c := &r.Compares[i]
+		n += 2 + 4 + len(c.Key) // target, cmp, key
+		if c.Target == TargetValue {
+			n += 4 + len(c.Value)
+		} else {
+			n += 8
+		}
+	}
+	for i := range r.Ops {
+		n += 1 + opBodySize(&r.Ops[i])
+	}
+	return n
+}
+
+// opBodySize is the size appendOpBody gives op.
+func opBodySize(op *Op) int {
+	n := 4 + len(op.Key)
+	switch op.Kind {
+	case KindPut:
+		n += 4 + len(op.Value)
+	case KindAdd:
+		n += 8
+	}
+	return n
+}
+
 func appendBytes(buf, b []byte) []byte {
 	buf = binary.LittleEndian.AppendUint32(buf, uint32(len(b)))
 	return append(buf, b...)

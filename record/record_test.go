@@ -118,6 +118,42 @@ func TestRoundTrip(t *testing.T) {
 	}
 }
 
+// TestSize: Size is the length of Append's encoding for records of every
+// shape, including the shapes Append encodes otherwise than their fields
+// suggest (a record not marked Txn without exactly one op is encoded as a
+// transaction; fields a kind does not use are not encoded).
+func TestSize(t *testing.T) {
+	tests := roundTripCases()
+	for _, tt := range []struct {
+		name string
+		rec  record.Record
+	}{
+		{"not txn, no ops", record.Record{Revision: 1}},
+		{"not txn, two ops", record.Record{Revision: 2, Ops: []record.Op{opPut("a", "b"), opAdd("c", 1)}}},
+		{"not txn, compares and one op", record.Record{Revision: 3,
+			Compares: []record.Compare{{Key: []byte("k"), Target: record.TargetExists}}, Ops: []record.Op{opDel("a")}}},
+		{"delete with a value", record.Record{Revision: 4, Ops: []record.Op{{Kind: record.KindDelete, Key: []byte("k"), Value: []byte("ignored")}}}},
+		{"add with a value", record.Record{Revision: 5, Ops: []record.Op{{Kind: record.KindAdd, Key: []byte("k"), Value: []byte("ignored"), Delta: 3}}}},
+		{"txn delete and add with values", txn(6,
+			record.Op{Kind: record.KindDelete, Key: []byte("k"), Value: []byte("x")},
+			record.Op{Kind: record.KindAdd, Key: []byte("n"), Value: []byte("yy"), Delta: -1})},
+		{"numeric compare with a value", record.Record{Revision: 7, Txn: true, Compares: []record.Compare{
+			{Key: []byte("k"), Target: record.TargetModRev, Cmp: record.CmpLess, Value: []byte("ignored"), Num: 3}}}},
+		{"skip with ops", record.Record{Revision: 8, Skip: true, Ops: []record.Op{opPut("a", "b")}}},
+		{"txn of a 1 MiB value", txn(9, opPut("big", string(make([]byte, 1<<20))))},
+	} {
+		tests = append(tests, tt)
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			want, got := len(record.Append(nil, &tt.rec)), record.Size(&tt.rec)
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("Size (-len(Append) +Size):\n%s", diff)
+			}
+		})
+	}
+}
+
 // TestAppendLayout builds encodings by hand from the layout in the
 // package doc, field by field, so that the format cannot drift unseen.
 func TestAppendLayout(t *testing.T) {
@@ -403,6 +439,9 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("Decode accepted revision %d", r.Revision)
 		}
 		enc := record.Append(nil, &r)
+		if n := record.Size(&r); n != len(p) {
+			t.Fatalf("Size %d, encoding %d bytes", n, len(p))
+		}
 		if !bytes.Equal(p, enc) {
 			t.Fatalf("Append(Decode(p)) != p:\n%s", cmp.Diff(hex.Dump(p), hex.Dump(enc)))
 		}
