@@ -55,6 +55,9 @@ func (s *Store) Add(key []byte, delta int64) (int64, Revision, error) {
 // for either branch, would be over the log's maximum record size is
 // ErrTooLarge, before anything is queued.
 func (s *Store) Txn(t Txn) (TxnResult, error) {
+	if s.closed.Load() {
+		return TxnResult{}, ErrClosed
+	}
 	if len(t.Then) == 0 && len(t.Else) == 0 && t.Fence == nil && len(t.If) == 0 {
 		return TxnResult{}, fmt.Errorf("%w: empty transaction", ErrInvalid)
 	}
@@ -114,11 +117,14 @@ func (fw *FencedWriter) Txn(t Txn) (TxnResult, error) {
 
 // control runs f in the committer, between groups, and waits for it.
 func (s *Store) control(f func() error) error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
 	if s.opts.ReadOnly {
 		return ErrReadOnly
 	}
 	s.closeMu.RLock()
-	if s.closed {
+	if s.closed.Load() {
 		s.closeMu.RUnlock()
 		return ErrClosed
 	}
@@ -214,8 +220,12 @@ type statCounters struct {
 	checkpoints, checkpointErrors atomic.Int64
 }
 
-// Stats returns the store's counters.
+// Stats returns the store's counters; after Close, the zero Stats (Err
+// then returns ErrClosed).
 func (s *Store) Stats() Stats {
+	if s.closed.Load() {
+		return Stats{}
+	}
 	st := Stats{
 		Records:           s.stats.records.Load(),
 		Groups:            s.stats.groups.Load(),

@@ -83,6 +83,9 @@ func (s *Store) leave() {
 
 // enqueue validates r and hands it to the committer.
 func (s *Store) enqueue(r *request) error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
 	if s.opts.ReadOnly {
 		return ErrReadOnly
 	}
@@ -96,7 +99,7 @@ func (s *Store) enqueue(r *request) error {
 		r.done = make(chan struct{})
 	}
 	s.closeMu.RLock()
-	if s.closed {
+	if s.closed.Load() {
 		s.closeMu.RUnlock()
 		return ErrClosed
 	}

@@ -9,7 +9,9 @@ import (
 // does not exist.
 var ErrNotFound = errors.New("kv: key not found")
 
-// ErrClosed is returned by every method called after Close.
+// ErrClosed is returned by every method called after Close, reads
+// included. Revision, Len and Stats, which have no error result, return
+// zero values then, and Err returns ErrClosed.
 var ErrClosed = errors.New("kv: store closed")
 
 // ErrLocked is returned by Open when another process has the directory

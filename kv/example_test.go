@@ -164,3 +164,30 @@ func ExampleStore_ScanPrefix() {
 	// user/2
 	// user/3
 }
+
+func ExampleStore_ScanErr() {
+	dir := tempDir()
+	defer os.RemoveAll(dir)
+	s, _ := kv.Open(dir, nil)
+
+	for _, k := range []string{"b", "a"} {
+		s.Put([]byte(k), []byte("x"))
+	}
+	keys := func() ([]string, error) {
+		var keys []string
+		for e, err := range s.ScanErr(nil, nil) {
+			if err != nil {
+				return keys, err
+			}
+			keys = append(keys, string(e.Key))
+		}
+		return keys, nil
+	}
+	fmt.Println(keys())
+	s.Close()
+	// Scan would yield nothing here; ScanErr says why.
+	fmt.Println(keys())
+	// Output:
+	// [a b] <nil>
+	// [] kv: store closed
+}

@@ -42,9 +42,11 @@ type Store struct {
 	mu sync.RWMutex
 	m  *record.Map
 
-	// closeMu orders the closed check of a writer against Close.
+	// closeMu orders the closed check of a writer against Close: closed
+	// is set under it, and a writer checks it and queues its request
+	// under its read lock. Readers check closed alone.
 	closeMu sync.RWMutex
-	closed  bool
+	closed  atomic.Bool
 
 	reqs chan *request
 	// flush asks the flusher goroutine to bring the ordered tree up to
@@ -225,11 +227,11 @@ func (s *Store) Dir() string { return s.dir }
 // method returns ErrClosed after Close.
 func (s *Store) Close() error {
 	s.closeMu.Lock()
-	if s.closed {
+	if s.closed.Load() {
 		s.closeMu.Unlock()
 		return nil
 	}
-	s.closed = true
+	s.closed.Store(true)
 	s.closeMu.Unlock()
 	var err error
 	if !s.opts.ReadOnly {
@@ -249,37 +251,55 @@ func (s *Store) Close() error {
 	return err
 }
 
-// Get returns the entry of key, or ErrNotFound. It reads memory only and
-// never waits for a commit in progress. Under Always it returns only
-// durable state, so a revision it returns is a safe fencing token.
+// Get returns the entry of key, or ErrNotFound; ErrClosed after Close. It
+// reads memory only and never waits for a commit in progress. Under
+// Always it returns only durable state, so a revision it returns is a
+// safe fencing token.
 func (s *Store) Get(key []byte) (Entry, error) {
+	if s.closed.Load() {
+		return Entry{}, ErrClosed
+	}
 	s.mu.RLock()
 	e, ok := s.m.Lookup(key)
 	s.mu.RUnlock()
 	if !ok {
-		if s.isClosed() {
-			return Entry{}, ErrClosed
-		}
 		return Entry{}, ErrNotFound
 	}
 	return e, nil
 }
 
-func (s *Store) isClosed() bool {
-	s.closeMu.RLock()
-	defer s.closeMu.RUnlock()
-	return s.closed
+// Err reports whether the store serves: ErrClosed once Close has been
+// called; an error matching ErrFailed, and wrapping the cause, once a
+// write or sync of the log failed (reads go on, writes are refused);
+// nil otherwise. It is how a caller of Revision, Len and Stats, which
+// have no error result, tells a closed store from an empty one.
+func (s *Store) Err() error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	if f := s.failed.Load(); f != nil {
+		return fmt.Errorf("%w: %w", ErrFailed, *f)
+	}
+	return nil
 }
 
-// Revision returns the revision of the last committed record.
+// Revision returns the revision of the last committed record, and 0
+// after Close (Err then returns ErrClosed).
 func (s *Store) Revision() Revision {
+	if s.closed.Load() {
+		return 0
+	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return s.m.Revision()
 }
 
-// Len returns the number of keys.
+// Len returns the number of keys, and 0 after Close (Err then returns
+// ErrClosed).
 func (s *Store) Len() int {
+	if s.closed.Load() {
+		return 0
+	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return s.m.Len()
@@ -288,16 +308,42 @@ func (s *Store) Len() int {
 // Scan returns the entries with start <= key < end, in key order; a nil
 // end means no upper bound. It iterates over a copy-on-write view taken
 // when the iteration starts, so it never blocks writers and sees no write
-// committed after it began.
+// committed after it began. A Scan started after Close yields nothing:
+// use ScanErr to tell that from an empty range.
 func (s *Store) Scan(start, end []byte) iter.Seq[Entry] {
 	return func(yield func(Entry) bool) {
+		for e, err := range s.ScanErr(start, end) {
+			if err != nil || !yield(e) {
+				return
+			}
+		}
+	}
+}
+
+// ScanErr is Scan reporting an error: after Close it yields one zero
+// Entry with ErrClosed and stops; otherwise it yields Scan's entries,
+// each with a nil error. The view is taken when the iteration starts,
+// so a Close during the loop does not end it.
+//
+//	for e, err := range s.ScanErr(start, end) {
+//		if err != nil {
+//			return err
+//		}
+//		...
+//	}
+func (s *Store) ScanErr(start, end []byte) iter.Seq2[Entry, error] {
+	return func(yield func(Entry, error) bool) {
+		if s.closed.Load() {
+			yield(Entry{}, ErrClosed)
+			return
+		}
 		// Clone writes to the tree's copy-on-write bookkeeping, so it needs
 		// the write lock, for as long as a pointer copy takes.
 		s.mu.Lock()
 		view := s.m.Clone()
 		s.mu.Unlock()
 		for e := range view.All(start, end) {
-			if !yield(*e) {
+			if !yield(*e, nil) {
 				return
 			}
 		}
@@ -305,9 +351,14 @@ func (s *Store) Scan(start, end []byte) iter.Seq[Entry] {
 }
 
 // ScanPrefix returns the entries whose key starts with prefix, in key
-// order.
+// order, as Scan does.
 func (s *Store) ScanPrefix(prefix []byte) iter.Seq[Entry] {
 	return s.Scan(prefix, prefixEnd(prefix))
+}
+
+// ScanPrefixErr is ScanPrefix reporting an error, as ScanErr does.
+func (s *Store) ScanPrefixErr(prefix []byte) iter.Seq2[Entry, error] {
+	return s.ScanErr(prefix, prefixEnd(prefix))
 }
 
 // prefixEnd returns the smallest key greater than every key with the

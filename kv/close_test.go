@@ -1,0 +1,194 @@
+package kv_test
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/kvstore/kv/kv"
+	"github.com/kvstore/kv/vfs"
+)
+
+// closedStore returns a store holding key "k" that has been closed: a
+// writer, a read-only one, or a writer that fail-stopped before Close.
+func closedStore(tb testing.TB, kind string) *kv.Store {
+	tb.Helper()
+	mem := vfs.NewMem()
+	h := &hookFS{FS: mem}
+	s, _ := memStore(tb, &kv.Options{FS: h})
+	if _, err := s.Put([]byte("k"), []byte("v")); err != nil {
+		tb.Fatal(err)
+	}
+	switch kind {
+	case "read-only":
+		if err := s.Close(); err != nil {
+			tb.Fatal(err)
+		}
+		s = reopen(tb, mem, kv.Options{ReadOnly: true})
+	case "failed":
+		h.setSync(func(name string) error {
+			if strings.Contains(name, "log.") {
+				return &os.PathError{Op: "fdatasync", Path: name, Err: syscall.EIO}
+			}
+			return nil
+		})
+		if _, err := s.Put([]byte("x"), []byte("v")); !errors.Is(err, kv.ErrFailed) {
+			tb.Fatalf("Put with a failing sync: %v", err)
+		}
+	}
+	if _, err := s.Get([]byte("k")); err != nil {
+		tb.Fatalf("Get before Close: %v", err)
+	}
+	s.Close()
+	return s
+}
+
+// TestClosedRefuses: after Close every method of the store returns
+// ErrClosed, whatever the store was (a writer, read-only, failed):
+// reads included, which used to serve the map after Close.
+func TestClosedRefuses(t *testing.T) {
+	fence := kv.Fence{Key: []byte("k"), Token: 1}
+	calls := []struct {
+		name string
+		call func(s *kv.Store) error
+	}{
+		{"Get", func(s *kv.Store) error { _, err := s.Get([]byte("k")); return err }},
+		{"Get missing", func(s *kv.Store) error { _, err := s.Get([]byte("missing")); return err }},
+		{"Scan", func(s *kv.Store) error {
+			for e := range s.Scan(nil, nil) {
+				return errors.New("Scan yielded " + string(e.Key))
+			}
+			return kv.ErrClosed
+		}},
+		{"ScanPrefix", func(s *kv.Store) error {
+			for e := range s.ScanPrefix([]byte("k")) {
+				return errors.New("ScanPrefix yielded " + string(e.Key))
+			}
+			return kv.ErrClosed
+		}},
+		{"ScanErr", func(s *kv.Store) error {
+			var errs []error
+			for e, err := range s.ScanErr(nil, nil) {
+				if err == nil {
+					return fmt.Errorf("ScanErr yielded %q", e.Key)
+				}
+				errs = append(errs, err)
+			}
+			if len(errs) != 1 {
+				return fmt.Errorf("ScanErr yielded %d errors, want 1", len(errs))
+			}
+			return errs[0]
+		}},
+		{"ScanPrefixErr", func(s *kv.Store) error {
+			for e, err := range s.ScanPrefixErr([]byte("k")) {
+				if err == nil {
+					return fmt.Errorf("ScanPrefixErr yielded %q", e.Key)
+				}
+				return err
+			}
+			return errors.New("ScanPrefixErr yielded nothing")
+		}},
+		{"Err", func(s *kv.Store) error { return s.Err() }},
+		{"Len", func(s *kv.Store) error {
+			if n := s.Len(); n != 0 {
+				return fmt.Errorf("Len served %d keys", n)
+			}
+			return kv.ErrClosed
+		}},
+		{"Revision", func(s *kv.Store) error {
+			if r := s.Revision(); r != 0 {
+				return fmt.Errorf("Revision served %d", r)
+			}
+			return kv.ErrClosed
+		}},
+		{"Stats", func(s *kv.Store) error {
+			if d := cmp.Diff(kv.Stats{}, s.Stats()); d != "" {
+				return errors.New("Stats served (-zero +got):\n" + d)
+			}
+			return kv.ErrClosed
+		}},
+		{"Put", func(s *kv.Store) error { _, err := s.Put([]byte("k"), []byte("w")); return err }},
+		{"Delete", func(s *kv.Store) error { _, err := s.Delete([]byte("k")); return err }},
+		{"Add", func(s *kv.Store) error { _, _, err := s.Add([]byte("n"), 1); return err }},
+		{"Txn", func(s *kv.Store) error {
+			_, err := s.Txn(kv.Txn{If: []kv.Compare{kv.Exists([]byte("k"))}, Then: []kv.Op{kv.DeleteOp([]byte("k"))}})
+			return err
+		}},
+		{"empty Txn", func(s *kv.Store) error { _, err := s.Txn(kv.Txn{}); return err }},
+		{"Txn invalid", func(s *kv.Store) error { _, err := s.Txn(kv.Txn{Then: []kv.Op{kv.PutOp(nil, nil)}}); return err }},
+		{"Fenced Put", func(s *kv.Store) error { _, err := s.Fenced(fence).Put([]byte("f"), nil); return err }},
+		{"Fenced Delete", func(s *kv.Store) error { _, err := s.Fenced(fence).Delete([]byte("k")); return err }},
+		{"Fenced Add", func(s *kv.Store) error { _, _, err := s.Fenced(fence).Add([]byte("n"), 1); return err }},
+		{"Fenced Txn", func(s *kv.Store) error {
+			_, err := s.Fenced(fence).Txn(kv.Txn{Then: []kv.Op{kv.PutOp([]byte("f"), nil)}})
+			return err
+		}},
+		{"Submit", func(s *kv.Store) error { _, _, err := s.Submit(kv.PutOp([]byte("k"), nil)).Wait(); return err }},
+		{"Sync", func(s *kv.Store) error { return s.Sync() }},
+		{"Checkpoint", func(s *kv.Store) error { return s.Checkpoint() }},
+	}
+	for _, kind := range []string{"writer", "read-only", "failed"} {
+		t.Run(kind, func(t *testing.T) {
+			s := closedStore(t, kind)
+			for _, c := range calls {
+				if err := c.call(s); !errors.Is(err, kv.ErrClosed) {
+					t.Errorf("%s after Close: %v, want ErrClosed", c.name, err)
+				}
+			}
+		})
+	}
+}
+
+// TestScanErrAndErr: on an open store ScanErr yields Scan's entries with
+// nil errors, and a Close during the loop does not end it (the view was
+// taken when it started); Err is nil while the store serves, matches
+// ErrFailed after a failed sync, and is ErrClosed after Close.
+func TestScanErrAndErr(t *testing.T) {
+	h := &hookFS{FS: vfs.NewMem()}
+	s, _ := memStore(t, &kv.Options{FS: h})
+	for _, k := range []string{"c", "a", "b"} {
+		if _, err := s.Put([]byte(k), []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Err(); err != nil {
+		t.Errorf("Err of an open store: %v", err)
+	}
+	var keys []string
+	for e, err := range s.ScanErr(nil, nil) {
+		if err != nil {
+			t.Fatalf("ScanErr: %v", err)
+		}
+		keys = append(keys, string(e.Key))
+		if len(keys) == 1 {
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if diff := cmp.Diff([]string{"a", "b", "c"}, keys); diff != "" {
+		t.Errorf("ScanErr with a Close during the loop (-want +got):\n%s", diff)
+	}
+	if err := s.Err(); !errors.Is(err, kv.ErrClosed) {
+		t.Errorf("Err after Close: %v", err)
+	}
+
+	fh := &hookFS{FS: vfs.NewMem()}
+	f, _ := memStore(t, &kv.Options{FS: fh})
+	fh.setSync(func(name string) error {
+		if strings.Contains(name, "log.") {
+			return syscall.EIO
+		}
+		return nil
+	})
+	if _, err := f.Put([]byte("k"), nil); !errors.Is(err, kv.ErrFailed) {
+		t.Fatalf("Put with a failing sync: %v", err)
+	}
+	if err := f.Err(); !errors.Is(err, kv.ErrFailed) || !errors.Is(err, syscall.EIO) {
+		t.Errorf("Err of a failed store: %v, want ErrFailed wrapping the EIO", err)
+	}
+}
