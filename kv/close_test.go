@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/kvstore/kv/kv"
@@ -190,5 +192,74 @@ func TestScanErrAndErr(t *testing.T) {
 	}
 	if err := f.Err(); !errors.Is(err, kv.ErrFailed) || !errors.Is(err, syscall.EIO) {
 		t.Errorf("Err of a failed store: %v, want ErrFailed wrapping the EIO", err)
+	}
+}
+
+// TestConcurrentClose: a Close called while another is closing the store
+// returns only once the store is closed, its log synced and its lock
+// released, so that an Open right after it succeeds; and it returns
+// what the first Close returned. (It used to return nil at once.)
+func TestConcurrentClose(t *testing.T) {
+	tests := []struct {
+		name string
+		sync error // what the held sync of the first Close returns
+	}{
+		{name: "sync succeeds"},
+		{name: "sync fails", sync: syscall.EIO},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			mem := vfs.NewMem()
+			h := &hookFS{FS: mem}
+			// Under Never the write is not synced until Close syncs the log.
+			s, _ := memStore(t, &kv.Options{FS: h, Sync: kv.Never})
+			if _, err := s.Put([]byte("k"), []byte("v")); err != nil {
+				t.Fatal(err)
+			}
+			entered, release := make(chan struct{}), make(chan struct{})
+			var once sync.Once
+			h.setSync(func(name string) error {
+				if !strings.Contains(name, "log.") {
+					return nil
+				}
+				held := false
+				once.Do(func() { held = true })
+				if !held {
+					return nil
+				}
+				close(entered)
+				<-release
+				return tc.sync
+			})
+			first, second := make(chan error, 1), make(chan error, 1)
+			go func() { first <- s.Close() }()
+			<-entered // the first Close is syncing the log
+			go func() { second <- s.Close() }()
+			select {
+			case err := <-second:
+				_, oerr := kv.Open("/data", &kv.Options{FS: mem})
+				close(release)
+				t.Fatalf("a second Close returned %v while the first was still syncing the log; an Open right after it: %v", err, oerr)
+			case <-time.After(100 * time.Millisecond):
+			}
+			close(release)
+			err2 := <-second
+			// The store is closed once any Close returned: its lock is free.
+			r, err := kv.Open("/data", &kv.Options{FS: mem})
+			if err != nil {
+				t.Fatalf("Open right after the second Close returned: %v", err)
+			}
+			r.Close()
+			err1 := <-first
+			if !errors.Is(err1, tc.sync) || (tc.sync == nil) != (err1 == nil) {
+				t.Errorf("first Close: %v, want %v", err1, tc.sync)
+			}
+			if err2 != err1 {
+				t.Errorf("second Close: %v, want the first's %v", err2, err1)
+			}
+			if err := s.Close(); err != err1 {
+				t.Errorf("a third Close: %v, want the first's %v", err, err1)
+			}
+		})
 	}
 }

@@ -47,6 +47,10 @@ type Store struct {
 	// under its read lock. Readers check closed alone.
 	closeMu sync.RWMutex
 	closed  atomic.Bool
+	// closeDone is closed once the first Close has closed the store, with
+	// closeErr its result: every other Close waits for it.
+	closeDone chan struct{}
+	closeErr  error
 
 	reqs chan *request
 	// flush asks the flusher goroutine to bring the ordered tree up to
@@ -98,7 +102,8 @@ func OpenContext(ctx context.Context, dir string, opts *Options) (*Store, error)
 	if opts != nil {
 		o = *opts
 	}
-	s := &Store{dir: dir, opts: o, fs: o.fs(), log: o.logger(), maxRecord: o.walOptions().MaxRecordSize}
+	s := &Store{dir: dir, opts: o, fs: o.fs(), log: o.logger(), maxRecord: o.walOptions().MaxRecordSize,
+		closeDone: make(chan struct{})}
 	if err := s.makeDir(); err != nil {
 		return nil, err
 	}
@@ -222,17 +227,27 @@ func (s *Store) unlock() {
 // Dir returns the data directory.
 func (s *Store) Dir() string { return s.dir }
 
-// Close waits for the writes in flight and a running checkpoint, syncs the
-// log, and releases the lock. A second Close returns nil; every other
+// Close commits the writes accepted before it, waits for a running
+// checkpoint, syncs the log, and releases the lock. Every Close returns
+// only once the store is closed: one called during another's waits for
+// it, and every Close returns what the first one returned. Every other
 // method returns ErrClosed after Close.
 func (s *Store) Close() error {
 	s.closeMu.Lock()
 	if s.closed.Load() {
 		s.closeMu.Unlock()
-		return nil
+		<-s.closeDone
+		return s.closeErr
 	}
 	s.closed.Store(true)
 	s.closeMu.Unlock()
+	s.closeErr = s.close()
+	close(s.closeDone)
+	return s.closeErr
+}
+
+// close does the work of the first Close.
+func (s *Store) close() error {
 	var err error
 	if !s.opts.ReadOnly {
 		close(s.quit)
