@@ -263,3 +263,69 @@ func TestConcurrentClose(t *testing.T) {
 		})
 	}
 }
+
+// TestCloseCommitsInGroups: the writes queued when Close is called are
+// committed in groups, as the running store commits them, not with one
+// fdatasync each. The committer is held in the sync of a first write
+// while the others queue and Close starts; its next step is then either
+// the queue or Close, at random, so the run is repeated: each must take
+// a couple of syncs for all the queued writes, not one each.
+func TestCloseCommitsInGroups(t *testing.T) {
+	const trials, queued = 10, 511
+	for trial := range trials {
+		mem := vfs.NewMem()
+		h := &hookFS{FS: mem}
+		s, _ := memStore(t, &kv.Options{FS: h})
+		var mu sync.Mutex
+		syncs := 0
+		entered, release := make(chan struct{}), make(chan struct{})
+		h.setSync(func(name string) error {
+			if !strings.Contains(name, "log.") {
+				return nil
+			}
+			mu.Lock()
+			syncs++
+			first := syncs == 1
+			mu.Unlock()
+			if first {
+				close(entered)
+				<-release
+			}
+			return nil
+		})
+		x := s.Submit(kv.PutOp([]byte("x"), []byte("X")))
+		<-entered
+		var ps []*kv.Pending
+		for i := range queued {
+			ps = append(ps, s.Submit(kv.PutOp(fmt.Appendf(nil, "k%03d", i), []byte("v"))))
+		}
+		closed := make(chan error, 1)
+		go func() { closed <- s.Close() }()
+		for !errors.Is(s.Err(), kv.ErrClosed) {
+			time.Sleep(50 * time.Microsecond)
+		}
+		time.Sleep(2 * time.Millisecond) // for Close to signal the committer
+		close(release)
+		if err := <-closed; err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := x.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		for i, p := range ps {
+			if _, _, err := p.Wait(); err != nil {
+				t.Fatalf("write %d queued before Close: %v", i, err)
+			}
+		}
+		mu.Lock()
+		n := syncs - 1 // after the held one
+		mu.Unlock()
+		if n > 2 {
+			t.Fatalf("trial %d: %d queued writes took %d log syncs at Close, want them grouped (at most 2)", trial, queued, n)
+		}
+		r := reopen(t, mem.CrashClone(), kv.Options{})
+		if got := r.Len(); got != queued+1 {
+			t.Fatalf("trial %d: %d keys after a power loss, want %d", trial, got, queued+1)
+		}
+	}
+}

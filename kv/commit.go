@@ -218,12 +218,17 @@ func (s *Store) run() {
 				}
 			}
 		case <-s.quit:
-			// Writes accepted before Close are committed, not dropped.
+			// Writes accepted before Close are committed, not dropped,
+			// in groups as the running store forms them: every writer
+			// is queued by now (Close waited for those inside enqueue),
+			// so there is no one to wait for, and one sync a write
+			// would make Close take hundreds of syncs where one does.
 			for {
 				select {
 				case r := <-s.reqs:
 					s.begin()
 					s.take(r)
+					s.drain()
 					s.commit()
 					continue
 				default:
@@ -249,18 +254,7 @@ func (s *Store) run() {
 // them hides the evaluation of the others.
 func (s *Store) gather() {
 	g := &s.g
-	drain := func() {
-		for len(g.reqs) < maxBatch {
-			select {
-			case r := <-s.reqs:
-				s.take(r)
-				continue
-			default:
-			}
-			return
-		}
-	}
-	drain()
+	s.drain()
 	if len(g.reqs) >= int(s.writers.Load()) || len(g.reqs) >= maxBatch {
 		return
 	}
@@ -284,7 +278,7 @@ func (s *Store) gather() {
 		select {
 		case r := <-s.reqs:
 			s.take(r)
-			drain()
+			s.drain()
 			left := time.Until(deadline)
 			if left <= 0 {
 				return
@@ -294,6 +288,20 @@ func (s *Store) gather() {
 		case <-timer.C:
 			return
 		}
+	}
+}
+
+// drain takes the requests waiting in the queue into the group, up to
+// maxBatch, without waiting for more.
+func (s *Store) drain() {
+	for len(s.g.reqs) < maxBatch {
+		select {
+		case r := <-s.reqs:
+			s.take(r)
+			continue
+		default:
+		}
+		return
 	}
 }
 
