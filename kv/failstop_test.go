@@ -305,3 +305,120 @@ func failedGroupOwnErrors(t *testing.T, failSync bool) {
 		t.Errorf("visible after the failed group: %v, want %v", got, want)
 	}
 }
+
+// TestStatsFailedAtFailure: Stats().Failed (and Err) report a failed
+// sync or write of the log as soon as it has failed, wherever it failed:
+// in a group commit, in the background sync of Interval, in Sync, in
+// the rotation of a checkpoint or of a full segment, in the mark an idle
+// writer writes. No later write is needed for the store to know it has
+// failed; a caller watching Stats sees it with nothing written.
+func TestStatsFailedAtFailure(t *testing.T) {
+	eio := &os.PathError{Op: "fdatasync", Path: "log", Err: syscall.EIO}
+	tests := []struct {
+		name string
+		opts kv.Options
+		// write: the hook fails writes of the log rather than syncs.
+		write bool
+		// trigger makes the store sync (or write) the log once the hook
+		// is armed, and returns the error its caller got, if any.
+		trigger func(s *kv.Store) error
+	}{
+		{name: "group commit", trigger: func(s *kv.Store) error {
+			_, err := s.Put([]byte("k"), []byte("v"))
+			return err
+		}},
+		{name: "interval sync", opts: kv.Options{Sync: kv.Interval(time.Millisecond)}, trigger: func(s *kv.Store) error {
+			_, err := s.Put([]byte("k"), []byte("v")) // acknowledged before the sync fails
+			return err
+		}},
+		{name: "Sync", opts: kv.Options{Sync: kv.Never}, trigger: func(s *kv.Store) error {
+			if _, err := s.Put([]byte("k"), []byte("v")); err != nil {
+				return err
+			}
+			return s.Sync()
+		}},
+		{name: "checkpoint rotation", opts: kv.Options{CheckpointBytes: -1}, trigger: func(s *kv.Store) error {
+			return s.Checkpoint()
+		}},
+		{name: "full segment rotation", opts: kv.Options{SegmentSize: 1 << 10, Sync: kv.Never}, trigger: func(s *kv.Store) error {
+			// Under Never only the rotation syncs: the second write finds
+			// the segment full and seals it.
+			if _, err := s.Put([]byte("k"), make([]byte, 2<<10)); err != nil {
+				return err
+			}
+			_, err := s.Put([]byte("k2"), []byte("v"))
+			return err
+		}},
+		{name: "idle mark", write: true, trigger: func(s *kv.Store) error {
+			// The mark is written a millisecond after this write.
+			_, err := s.Put([]byte("k"), []byte("v"))
+			return err
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := &hookFS{FS: vfs.NewMem()}
+			o := tc.opts
+			o.FS = h
+			s, _ := memStore(t, &o)
+			if _, err := s.Put([]byte("before"), []byte("v")); err != nil {
+				t.Fatal(err)
+			}
+			var failed atomic.Int32
+			hook := func(name string) error {
+				if strings.Contains(name, "log.") {
+					failed.Add(1)
+					return eio
+				}
+				return nil
+			}
+			if tc.write {
+				// Fail the log's writes from the trigger's sync on: its
+				// record is written, and the next write of the log is the
+				// mark an idle writer writes.
+				var armed atomic.Bool
+				h.setSync(func(name string) error {
+					armed.Store(armed.Load() || strings.Contains(name, "log."))
+					return nil
+				})
+				h.setWrite(func(name string) error {
+					if armed.Load() {
+						return hook(name)
+					}
+					return nil
+				})
+			} else {
+				h.setSync(hook)
+			}
+			err := tc.trigger(s)
+			// Wait for the failure, without writing anything.
+			deadline := time.Now().Add(10 * time.Second)
+			for failed.Load() == 0 {
+				if time.Now().After(deadline) {
+					t.Fatalf("the log was never synced or written (trigger: %v)", err)
+				}
+				time.Sleep(100 * time.Microsecond)
+			}
+			if err != nil && !errors.Is(err, kv.ErrFailed) && !errors.Is(err, syscall.EIO) {
+				t.Errorf("the trigger's caller got %v, want ErrFailed or the EIO", err)
+			}
+			// The committer records the failure right after the call
+			// returns; allow it that long, with no write meanwhile.
+			for s.Stats().Failed == nil {
+				if time.Now().After(deadline) {
+					t.Fatalf("Stats().Failed still nil after the failed %s (caller got %v)", tc.name, err)
+				}
+				time.Sleep(100 * time.Microsecond)
+			}
+			if got := s.Stats().Failed; !errors.Is(got, syscall.EIO) {
+				t.Errorf("Stats().Failed = %v, want the EIO", got)
+			}
+			if err := s.Err(); !errors.Is(err, kv.ErrFailed) || !errors.Is(err, syscall.EIO) {
+				t.Errorf("Err() = %v, want ErrFailed wrapping the EIO", err)
+			}
+			if _, err := s.Put([]byte("after"), []byte("v")); !errors.Is(err, kv.ErrFailed) {
+				t.Errorf("a Put after the failure: %v, want ErrFailed", err)
+			}
+		})
+	}
+}
