@@ -325,6 +325,14 @@ func (s *Store) Len() int {
 // when the iteration starts, so it never blocks writers and sees no write
 // committed after it began. A Scan started after Close yields nothing:
 // use ScanErr to tell that from an empty range.
+//
+// Until the loop ends, the view holds the store's memory as it was when
+// the scan started: every chunk (up to 1 MiB) that held a live entry
+// then, not only the chunks of the entries yielded so far (see Entry).
+// Versions that writes replace or delete meanwhile cannot be freed, nor
+// the chunks the store compacts: a scan held open while every key is
+// rewritten keeps up to about one more copy of the map. Keep scans
+// short under heavy writes.
 func (s *Store) Scan(start, end []byte) iter.Seq[Entry] {
 	return func(yield func(Entry) bool) {
 		for e, err := range s.ScanErr(start, end) {

@@ -15,7 +15,8 @@ type Revision = record.Revision
 // share memory with the store and must not be modified. They never change
 // while held, and holding them keeps the part of the store's memory they
 // are in (up to 1 MiB) from being freed: copy a value that is kept for
-// long after the key changes.
+// long after the key changes. A Scan whose loop has not ended holds more:
+// every part that held a live entry when it started (see Store.Scan).
 type Entry = record.Entry
 
 // Op is one operation of a transaction; build it with Put, Delete or
