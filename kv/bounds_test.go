@@ -225,3 +225,86 @@ func TestTxnSizeBoundary(t *testing.T) {
 		t.Errorf("after a reopen: %d keys, want %d (or different values)", len(got), len(want))
 	}
 }
+
+// TestMaxRecordReadBack: records of exactly the log's maximum record
+// size, holding the largest values the store accepts, read back after a
+// power loss and after a clean reopen: in the middle of a segment, as
+// the newest segment's last record (where a reader off by one would cut
+// an acknowledged record as a torn tail), and, with small segments, as
+// the last record before a seal. So does a Put of the largest key and
+// value.
+func TestMaxRecordReadBack(t *testing.T) {
+	const limit = wal.DefaultMaxRecordSize // what default options give the log
+	maxKey, maxValue := kv.DefaultMaxKeySize, kv.DefaultMaxValueSize
+	// Three values of the largest size and a fourth that fills the record
+	// to the byte: 18 bytes of transaction, 9 per put besides its key and
+	// value.
+	full := func(tag byte) kv.Txn {
+		var ops []kv.Op
+		for i := range 3 {
+			ops = append(ops, kv.PutOp([]byte{tag, byte('0' + i)}, bytes.Repeat([]byte{tag + byte(i)}, maxValue)))
+		}
+		fill := limit - txnRecordSize(nil, ops) - (1 + 4 + 2 + 4)
+		ops = append(ops, kv.PutOp([]byte{tag, 'f'}, bytes.Repeat([]byte{tag}, fill)))
+		if n := txnRecordSize(nil, ops); n != limit {
+			t.Fatalf("built a record of %d bytes, want %d", n, limit)
+		}
+		return kv.Txn{Then: ops}
+	}
+	tests := []struct {
+		name    string
+		segment int64
+	}{
+		{name: "default segments"},
+		{name: "a segment a record", segment: 1 << 20},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			mem := vfs.NewMem()
+			s, _ := memStore(t, &kv.Options{FS: mem, SegmentSize: tc.segment, CheckpointBytes: -1})
+			want := map[string][]byte{}
+			put := func(k, v []byte) {
+				t.Helper()
+				if _, err := s.Put(k, v); err != nil {
+					t.Fatalf("Put of a %d-byte key and a %d-byte value: %v", len(k), len(v), err)
+				}
+				want[string(k)] = v
+			}
+			txn := func(x kv.Txn) {
+				t.Helper()
+				if res, err := s.Txn(x); err != nil || !res.Committed {
+					t.Fatalf("Txn at the maximum record size: %+v, %v", res, err)
+				}
+				for _, op := range x.Then {
+					want[string(op.Key)] = op.Value
+				}
+			}
+			put(bytes.Repeat([]byte("K"), maxKey), bytes.Repeat([]byte("V"), maxValue))
+			txn(full('a')) // mid-segment (or followed by a seal)
+			put([]byte("small"), []byte("v"))
+			txn(full('m'))
+			// Under Always the records are synced; the mark an idle writer
+			// adds is not, so a power loss now leaves the last
+			// transaction as the log's last record.
+			check := func(name string, r *kv.Store) {
+				t.Helper()
+				st := r.Stats()
+				if st.RecoveryTorn || r.Revision() != 4 {
+					t.Errorf("%s: torn %v, revision %d; want no torn tail and revision 4", name, st.RecoveryTorn, r.Revision())
+				}
+				for k, v := range want {
+					e, err := r.Get([]byte(k))
+					if err != nil || !bytes.Equal(e.Value, v) {
+						t.Errorf("%s: Get of a %d-byte key: %d bytes, %v; want %d bytes", name, len(k), len(e.Value), err, len(v))
+					}
+				}
+			}
+			crash := mem.CrashClone()
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			check("after a power loss", reopen(t, crash, kv.Options{SegmentSize: tc.segment, CheckpointBytes: -1}))
+			check("after a clean reopen", reopen(t, mem, kv.Options{SegmentSize: tc.segment, CheckpointBytes: -1}))
+		})
+	}
+}
