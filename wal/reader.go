@@ -463,20 +463,6 @@ func (sc *scanner) judge(off int64, reason string, info SegmentInfo) (SegmentInf
 			return sc.torn(info, reason)
 		}
 	}
-	// 3d: or the file ended inside the record, at the end of a write
-	// that was durable, and grew later (the log reserves space ahead of
-	// itself): the record's last bytes and everything after it are zeros.
-	if next < 0 && end > off+HeaderSize {
-		if z, err := sc.src.at(end-1, 1); err != nil {
-			return info, err
-		} else if z[0] == 0 {
-			if rest, err := zerosFrom(sc.src, end); err != nil {
-				return info, err
-			} else if rest {
-				return sc.torn(info, reason)
-			}
-		}
-	}
 	return info, corruptf(sc.name, off,
 		"%s, and no sector of bytes %d to %d reads as zeros: a crash loses writes, it does not alter them (rule 3)", reason, off, end)
 }

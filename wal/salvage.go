@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"bytes"
 	"cmp"
 )
 
@@ -129,27 +130,33 @@ func (r *Reader) Salvage(name string, seg SegmentNum, fn func(Record) error) (Sa
 		if budget <= 0 {
 			next = size // given up: the rest is damage
 		}
-		if z, err := zeroSpan(src, off, next); err != nil {
+		// Zeros that end the range are space the log reserved, or writes
+		// a crash lost: no record was there.
+		end, err := lastNonZero(src, off, next)
+		if err != nil {
 			return out, err
-		} else if !z {
-			out.Damaged = append(out.Damaged, Span{off, next})
+		}
+		if end > off {
+			out.Damaged = append(out.Damaged, Span{off, end})
 		}
 		off = next
 	}
 	return out, nil
 }
 
-// zeroSpan reports whether src holds only zeros in [from, to).
-func zeroSpan(src source, from, to int64) (bool, error) {
-	for from < to {
-		b, err := src.at(from, int(min(to-from, scanWindow)))
+// lastNonZero returns the end of the last byte in [from, to) that is not
+// zero, or from when they all are.
+func lastNonZero(src source, from, to int64) (int64, error) {
+	end := from
+	for off := from; off < to; {
+		b, err := src.at(off, int(min(to-off, scanWindow)))
 		if err != nil {
-			return false, err
+			return 0, err
 		}
-		if !allZero(b) {
-			return false, nil
+		if i := bytes.LastIndexFunc(b, func(r rune) bool { return r != 0 }); i >= 0 {
+			end = off + int64(i) + 1
 		}
-		from += int64(len(b))
+		off += int64(len(b))
 	}
-	return true, nil
+	return end, nil
 }
