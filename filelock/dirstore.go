@@ -1,0 +1,101 @@
+package filelock
+
+import (
+	"context"
+	"time"
+
+	"github.com/kvstore/kv/filelock/lockstore"
+	"github.com/kvstore/kv/kv"
+)
+
+// dirBackend is the backend of a short-lived process: each operation
+// opens the store in dir, does its work and closes it, so that the one
+// writer process the store admits is never kept for long. Writes open
+// it for writing, waiting for the writer lock (kv.Options.WaitForLock)
+// as long as the caller's context allows; reads open it read-only, which
+// shows every write a closed writer acknowledged, and never waits.
+type dirBackend struct {
+	dir  string
+	opts kv.Options
+}
+
+func (d *dirBackend) open(ctx context.Context, readOnly bool) (*kv.Store, error) {
+	o := d.opts
+	o.ReadOnly, o.WaitForLock = readOnly, true
+	return kv.OpenContext(ctx, d.dir, &o)
+}
+
+func (d *dirBackend) Get(ctx context.Context, key string) (lockstore.KeyValue, bool, error) {
+	s, err := d.open(ctx, true)
+	if err != nil {
+		return lockstore.KeyValue{}, false, err
+	}
+	defer s.Close()
+	return storeBackend{s}.Get(ctx, key)
+}
+
+func (d *dirBackend) Range(ctx context.Context, prefix string) ([]lockstore.KeyValue, int64, error) {
+	s, err := d.open(ctx, true)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer s.Close()
+	return storeBackend{s}.Range(ctx, prefix)
+}
+
+func (d *dirBackend) Txn(ctx context.Context, t lockstore.Txn) (lockstore.TxnResult, error) {
+	s, err := d.open(ctx, false)
+	if err != nil {
+		return lockstore.TxnResult{}, err
+	}
+	res, err := storeBackend{s}.Txn(ctx, t)
+	if cerr := s.Close(); err == nil {
+		err = cerr
+	}
+	return res, err
+}
+
+// Session opens the store for writing once for a run of operations.
+func (d *dirBackend) Session(ctx context.Context) (lockstore.Backend, func() error, error) {
+	s, err := d.open(ctx, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	return storeBackend{s}, s.Close, nil
+}
+
+// dirPoll bounds the wait between two looks at the store when no change
+// notification arrives (or the platform has none).
+const dirPoll = 500 * time.Millisecond
+
+// Wait watches the store's directory for a writer's changes (a process
+// that commits closes its log segment, or creates one) and reads the
+// store's revision again at each, or every dirPoll.
+func (d *dirBackend) Wait(ctx context.Context, _ string, rev int64) error {
+	w, werr := newWatcher()
+	if werr == nil {
+		defer w.close()
+		werr = w.watchDir(d.dir)
+	}
+	for {
+		s, err := d.open(ctx, true)
+		if err != nil {
+			return err
+		}
+		now := int64(s.Revision())
+		s.Close()
+		if now > rev {
+			return nil
+		}
+		wctx, cancel := context.WithTimeout(ctx, dirPoll)
+		if werr == nil {
+			w.wait(wctx)
+		} else {
+			<-wctx.Done()
+		}
+		cancel()
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+}

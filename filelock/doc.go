@@ -1,0 +1,63 @@
+// Package filelock is a lock library for many processes on one host,
+// whose state lives in the kv store: holders, their markers, and fencing
+// tokens that never go backwards.
+//
+// # Guarantees
+//
+//   - Exclusion. Acquiring, and taking over a dead holder, is one store
+//     transaction each, with compares on the slot key's revisions: of any
+//     number of processes racing for a slot, exactly one wins.
+//   - Fencing tokens. Holder.Token is the revision of the transaction that
+//     granted the lock (the slot key's create revision). The store's
+//     revisions never go backwards, across crashes and repairs, so a token
+//     is larger than every token handed out before. A fenced write
+//     (Holder.Txn, Locker.Fenced, kv.Store.Fenced with StoreFence) commits
+//     only while its token is current, in the same atomic step; a holder
+//     that was taken over can write nothing.
+//   - Safe release. Release and Extend commit only while the slot key has
+//     the holder's token, else ErrLockLost: a holder that was taken over
+//     never deletes its successor's lock. Sweep removes each dead holder
+//     under a compare on the revision it judged.
+//   - Liveness from the kernel. Each holder keeps an exclusive flock on a
+//     holder file (DIR/holders/NAME.NONCE.holder) while it holds; a probe
+//     that gets a shared lock on it proves the holder gone: no PID reuse,
+//     no clocks. Markers also record pid, start time (/proc/PID/stat field
+//     22), boot id, host and nonce, for people and for the PID and time
+//     strategies.
+//   - Durability. Every state change is a store transaction, durable when
+//     it returns; nothing lives only in a file that was not fsynced. A
+//     corrupt store fails closed: no lock is granted until `kv DIR
+//     repair`, which never lets revisions, and so tokens, go backwards.
+//
+// # What it cannot promise
+//
+// One host, local file systems: kernel locks and boot ids mean nothing
+// across hosts, and Open refuses NFS, SMB/CIFS and other network file
+// systems it can detect. A holder judged by time (TimeOnly, or the
+// stale-after fallback) that is only paused past its window is taken
+// over while it still runs: only fenced writes keep it out. Under a
+// store sync mode other than kv.Always, a power loss can take back a
+// token.
+//
+// # Crash contract
+//
+// A holder's process dying, however it dies, frees its slot at once: the
+// kernel drops its flock, the next acquirer's probe finds the file
+// unlocked and takes over with a larger token. A crash of the process
+// that has the store open loses nothing acknowledged; an acquire that
+// did not return may or may not have taken the slot, and its holder file
+// is then unlocked, so its slot is free to the next acquirer. After a
+// power loss every marker is of another boot: dead.
+//
+// # Usage
+//
+//	l, err := filelock.Open("data")              // each operation opens and closes the store
+//	h, err := l.Acquire(ctx, "shard-7")          // waits; TryAcquire fails fast with ErrLocked
+//	defer h.Release()                            // ErrLockLost if taken over
+//	_, err = h.Put(ctx, "shard-7/state", v)      // fenced: ErrFenced once the lock is lost
+//	token := h.Token()                           // hand it to other consumers
+//
+// A process that keeps the store open uses New(store) instead. The lock
+// logic sees the store only through lockstore.Backend, which an etcd
+// client can implement too.
+package filelock

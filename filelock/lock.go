@@ -1,0 +1,525 @@
+package filelock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/kvstore/kv/filelock/lockstore"
+	"github.com/kvstore/kv/kv"
+)
+
+// Option configures a Locker.
+type Option func(*options)
+
+type options struct {
+	staleAfter time.Duration
+	strategy   Strategy
+	slots      int
+	holderDir  string
+	store      kv.Options
+}
+
+// WithStaleAfter sets the window after which a holder that has not
+// renewed its marker (Holder.Extend) counts as dead, when the strategy
+// consults time: always under TimeOnly, and as the fallback of
+// KernelFirst and PIDFirst when their probes cannot tell. It is not a
+// cap on how long a lock may be held. 0 (the default) means time never
+// decides.
+func WithStaleAfter(d time.Duration) Option { return func(o *options) { o.staleAfter = d } }
+
+// WithStrategy sets how holders are judged alive; the default is
+// KernelFirst.
+func WithStrategy(s Strategy) Option { return func(o *options) { o.strategy = s } }
+
+// WithSlots makes every lock a semaphore of n holders (default 1). All
+// holders of a lock must ask for the same n: a caller with another n gets
+// ErrSlotsMismatch while any holder with the other count lives.
+func WithSlots(n int) Option { return func(o *options) { o.slots = n } }
+
+// WithHolderDir sets the directory of the holder files; the default is
+// DIR/holders for Open and the store's directory's holders for New.
+func WithHolderDir(dir string) Option { return func(o *options) { o.holderDir = dir } }
+
+// WithStoreOptions sets the options Open uses to open the store for
+// each operation (segment size, checkpoint threshold, logger). ReadOnly
+// and WaitForLock are set by Open, and the sync mode must stay Always.
+func WithStoreOptions(so kv.Options) Option { return func(o *options) { o.store = so } }
+
+// maxSlots bounds WithSlots: each slot is a key the attempt compares.
+const maxSlots = 1024
+
+// Locker hands out locks whose state lives in a store. It is safe for
+// concurrent use.
+type Locker struct {
+	b         lockstore.Backend
+	holderDir string
+	opts      options
+	host      string
+	boot      string
+	pid       int
+	start     uint64
+}
+
+// Open returns a Locker on the kv data directory dir, for a process that
+// does not keep the store open: each operation opens the store (waiting
+// for its writer lock as long as its context allows), commits, and
+// closes it. It creates dir as a store if it does not exist, and refuses
+// a directory on a network file system.
+func Open(dir string, opts ...Option) (*Locker, error) {
+	o := buildOptions(opts)
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		// The store creates the directory and makes its name durable;
+		// making it here would not.
+		so := o.store
+		so.ReadOnly = false
+		s, err := kv.Open(dir, &so)
+		if err != nil {
+			return nil, err
+		}
+		if err := s.Close(); err != nil {
+			return nil, err
+		}
+	} else if err != nil {
+		return nil, err
+	}
+	if o.holderDir == "" {
+		o.holderDir = filepath.Join(dir, HolderDirName)
+	}
+	return newLocker(&dirBackend{dir: dir, opts: o.store}, o)
+}
+
+// New returns a Locker on a store this process keeps open (the one
+// writer process the store admits). The store's sync mode must be
+// kv.Always, the default: under another, a crash can take back a
+// revision handed out as a token.
+func New(s *kv.Store, opts ...Option) (*Locker, error) {
+	o := buildOptions(opts)
+	if o.holderDir == "" {
+		o.holderDir = filepath.Join(s.Dir(), HolderDirName)
+	}
+	return newLocker(StoreBackend(s), o)
+}
+
+// NewBackend returns a Locker on any lockstore.Backend, with its holder
+// files in holderDir (on this host).
+func NewBackend(b lockstore.Backend, holderDir string, opts ...Option) (*Locker, error) {
+	o := buildOptions(opts)
+	o.holderDir = holderDir
+	return newLocker(b, o)
+}
+
+func buildOptions(opts []Option) options {
+	o := options{slots: 1}
+	for _, f := range opts {
+		f(&o)
+	}
+	return o
+}
+
+func newLocker(b lockstore.Backend, o options) (*Locker, error) {
+	switch {
+	case o.slots < 1 || o.slots > maxSlots:
+		return nil, fmt.Errorf("%w: %d slots (1 to %d)", ErrInvalid, o.slots, maxSlots)
+	case o.strategy < KernelFirst || o.strategy > TimeOnly:
+		return nil, fmt.Errorf("%w: strategy %d", ErrInvalid, int(o.strategy))
+	case o.strategy == TimeOnly && o.staleAfter <= 0:
+		return nil, fmt.Errorf("%w: time-only needs a stale-after window", ErrInvalid)
+	case o.staleAfter < 0:
+		return nil, fmt.Errorf("%w: negative stale-after", ErrInvalid)
+	}
+	if kernelLocks {
+		if err := os.MkdirAll(o.holderDir, 0o700); err != nil {
+			return nil, err
+		}
+		if err := checkLocalFS(o.holderDir); err != nil {
+			return nil, err
+		}
+	}
+	host, _ := os.Hostname()
+	return &Locker{b: b, holderDir: o.holderDir, opts: o, host: host, boot: bootID(), pid: os.Getpid(), start: selfStart()}, nil
+}
+
+// Info describes the holder of one slot of a lock, as judged now.
+type Info struct {
+	Marker
+	Name   string
+	Slot   int
+	Key    string
+	Token  int64 // the slot key's create revision
+	Alive  bool
+	Reason string // why it is judged alive or dead
+}
+
+// TryAcquire takes a slot of lock name if one is free or held by a dead
+// holder, and otherwise fails at once with a *LockedError (ErrLocked)
+// naming the holders.
+func (l *Locker) TryAcquire(name string) (*Holder, error) {
+	return l.acquire(context.Background(), name, true)
+}
+
+// Acquire takes a slot of lock name, waiting until one is free or its
+// holder is found dead, or until ctx ends (then the error matches both
+// ErrLocked and ctx's error). It waits for events, not by polling: the
+// kernel reports a holder file's last close (its holder died or
+// released) and the store directory's commits; timers cover what
+// events cannot (a holder going stale by time).
+func (l *Locker) Acquire(ctx context.Context, name string) (*Holder, error) {
+	return l.acquire(ctx, name, false)
+}
+
+func (l *Locker) acquire(ctx context.Context, name string, try bool) (*Holder, error) {
+	if err := checkName(name); err != nil {
+		return nil, err
+	}
+	nonce := newNonce()
+	m := Marker{
+		PID: l.pid, PIDStart: l.start, BootID: l.boot, Host: l.host, Nonce: nonce,
+		Slots: l.opts.slots, Strategy: l.opts.strategy.String(),
+	}
+	if l.opts.staleAfter > 0 {
+		m.StaleAfter = l.opts.staleAfter.String()
+	}
+	var file *os.File
+	if kernelLocks {
+		m.HolderFile = name + "." + nonce + holderSuffix
+		var err error
+		if file, err = createHolderFile(l.holderDir, m.HolderFile, m.encode()); err != nil {
+			return nil, err
+		}
+	}
+	drop := func() {
+		if file != nil {
+			// Unlink before close: a probe never finds the name unlocked
+			// while the marker could still point at it.
+			os.Remove(filepath.Join(l.holderDir, m.HolderFile))
+			file.Close()
+		}
+	}
+	for {
+		h, le, rev, err := l.attempt(ctx, name, m)
+		if err != nil {
+			drop()
+			return nil, err
+		}
+		if h != nil {
+			h.file = file
+			return h, nil
+		}
+		if try {
+			drop()
+			return nil, le
+		}
+		if err := l.waitChange(ctx, name, le, rev); err != nil {
+			drop()
+			return nil, fmt.Errorf("%w (%w)", le, err)
+		}
+	}
+}
+
+// raceRetries bounds the attempts of one session that lose a race (a
+// compare failed because another process changed the lock meanwhile).
+const raceRetries = 8
+
+// attempt tries once to take a slot, in one session of the store: read
+// the lock's keys, judge, and commit one transaction whose compares pin
+// every revision the judgment rests on. Exactly one of any number of
+// racing attempts on the same state wins.
+func (l *Locker) attempt(ctx context.Context, name string, m Marker) (*Holder, *LockedError, int64, error) {
+	b := l.b
+	if s, ok := b.(lockstore.Sessioner); ok {
+		sb, end, err := s.Session(ctx)
+		if err != nil {
+			return nil, nil, 0, err
+		}
+		defer end()
+		b = sb
+	}
+	var rev int64
+	for range raceRetries {
+		kvs, r, err := b.Range(ctx, namePrefix(name))
+		if err != nil {
+			return nil, nil, 0, err
+		}
+		rev = r
+		now := time.Now()
+		st := parseLock(name, kvs)
+		n := l.opts.slots
+		cmp := []lockstore.Compare{lockstore.ModRevIs(slotsKey(name), st.slotsRev)}
+		var ops []lockstore.Op
+		held := st.slots
+		if st.n != n {
+			// The lock's slot count changes: only when every holder
+			// under the old count is dead, each removed under a compare
+			// on the revision judged.
+			for _, s := range st.slots {
+				if ok, _ := l.judge(&s.Marker, now); ok {
+					return nil, nil, 0, &SlotsError{Name: name, Want: n, Have: st.n}
+				}
+				cmp = append(cmp, lockstore.ModRevIs(s.Key, s.ModRev))
+				ops = append(ops, lockstore.Delete(s.Key))
+			}
+			ops = append(ops, lockstore.Put(slotsKey(name), []byte(strconv.Itoa(n))))
+			held = nil
+		}
+		m.Acquired, m.Renewed = now, now
+		slot, taken := -1, (*slotState)(nil)
+		for i := range n {
+			if _, ok := held[i]; !ok {
+				slot = i
+				break
+			}
+		}
+		key := ""
+		if slot >= 0 {
+			key = slotKey(name, slot)
+			cmp = append(cmp, lockstore.Absent(key))
+			ops = append(ops, lockstore.Put(key, m.encode()))
+		} else {
+			le := &LockedError{Name: name}
+			for i := range n {
+				s := held[i]
+				ok, why := l.judge(&s.Marker, now)
+				s.Alive, s.Reason = ok, why
+				le.Holders = append(le.Holders, s.Info)
+				if !ok && slot < 0 {
+					slot, taken, key = i, s, s.Key
+				}
+			}
+			if slot < 0 {
+				return nil, le, rev, nil
+			}
+			// The takeover: delete the dead holder's key and create it
+			// anew, so that its create revision, the new token, is this
+			// transaction's revision; only if the key is still at the
+			// revision judged dead.
+			cmp = append(cmp, lockstore.ModRevIs(key, taken.ModRev))
+			ops = append(ops, lockstore.Delete(key), lockstore.Put(key, m.encode()))
+		}
+		res, err := b.Txn(ctx, lockstore.Txn{If: cmp, Then: ops})
+		if err != nil {
+			return nil, nil, 0, err
+		}
+		if !res.Succeeded {
+			continue // another process changed the lock: read again
+		}
+		if taken != nil && taken.HolderFile != "" && taken.Host == l.host {
+			l.removeHolderFile(taken.HolderFile)
+		}
+		return &Holder{l: l, name: name, slot: slot, key: key, token: res.Revision, marker: m}, nil, res.Revision, nil
+	}
+	return nil, &LockedError{Name: name}, rev, nil
+}
+
+// removeHolderFile unlinks a holder file that no process holds.
+func (l *Locker) removeHolderFile(base string) bool {
+	path := filepath.Join(l.holderDir, base)
+	f, ok := takeHolderFile(path)
+	if !ok {
+		return false
+	}
+	// Unlinked while locked, so that no holder can be between creating
+	// and locking it (holders lock under a temporary name).
+	os.Remove(path)
+	f.Close()
+	return true
+}
+
+// slotState is a slot key and its decoded marker.
+type slotState struct {
+	Info
+	ModRev int64
+}
+
+type lockState struct {
+	n        int // the slot count recorded, 0 if none or unreadable
+	slotsRev int64
+	slots    map[int]*slotState
+}
+
+func parseLock(name string, kvs []lockstore.KeyValue) lockState {
+	st := lockState{slots: map[int]*slotState{}}
+	for _, e := range kvs {
+		if e.Key == slotsKey(name) {
+			st.slotsRev = e.ModRev
+			st.n, _ = strconv.Atoi(string(e.Value))
+			continue
+		}
+		nm, slot, ok := parseSlotKey(e.Key)
+		if !ok || nm != name {
+			continue
+		}
+		st.slots[slot] = newSlotState(nm, slot, e)
+	}
+	return st
+}
+
+func newSlotState(name string, slot int, e lockstore.KeyValue) *slotState {
+	m, err := decodeMarker(e.Value)
+	s := &slotState{Info: Info{Marker: m, Name: name, Slot: slot, Key: e.Key, Token: e.CreateRev}, ModRev: e.ModRev}
+	if err != nil {
+		// An unreadable marker has no pid, host or time: only time-based
+		// judges can take it over, from its zero time.
+		s.Reason = "unreadable marker"
+	}
+	return s
+}
+
+// maxWait bounds a wait for events before the lock is read again, in
+// case an event was missed (a file system without inotify, a holder on
+// another host).
+const maxWait = 2 * time.Second
+
+// pidPoll is how often a holder judged by its pid alone is looked at
+// again: a process's death gives no event to a stranger.
+const pidPoll = 100 * time.Millisecond
+
+// waitChange waits until the lock may have become free: a holder file
+// was closed or unlinked (its holder died or released), the store
+// changed (without holder files), a holder's stale time came, or maxWait
+// passed.
+func (l *Locker) waitChange(ctx context.Context, name string, le *LockedError, rev int64) error {
+	ctx2, cancel := context.WithCancel(ctx)
+	defer cancel()
+	woke := make(chan struct{}, 2)
+	timeout := maxWait
+	evented := len(le.Holders) > 0
+	w, err := newWatcher()
+	if err != nil {
+		evented = false
+	} else {
+		defer w.close()
+		var paths []string
+		for _, h := range le.Holders {
+			if h.HolderFile == "" || h.Host != l.host {
+				evented = false
+				continue
+			}
+			p := filepath.Join(l.holderDir, h.HolderFile)
+			if w.watchFile(p) != nil {
+				return nil // gone since the attempt: look again
+			}
+			paths = append(paths, p)
+		}
+		// A holder that died between the attempt's probe and the watch
+		// gave its event to no one: probe once more now that it would.
+		for _, p := range paths {
+			if v, _ := probeHolderFile(p); v != alive {
+				return nil
+			}
+		}
+		go func() {
+			if w.wait(ctx2) {
+				woke <- struct{}{}
+			}
+		}()
+	}
+	if !evented {
+		go func() {
+			if l.b.Wait(ctx2, namePrefix(name), rev) == nil {
+				woke <- struct{}{}
+			}
+		}()
+	}
+	for _, h := range le.Holders {
+		if t, ok := l.staleAt(&h.Marker); ok {
+			timeout = min(timeout, time.Until(t)+time.Millisecond)
+		}
+		if l.opts.strategy != KernelFirst && l.opts.strategy != TimeOnly {
+			timeout = min(timeout, pidPoll)
+		}
+	}
+	if len(le.Holders) == 0 {
+		timeout = min(timeout, pidPoll) // lost races: read again soon
+	}
+	t := time.NewTimer(max(timeout, time.Millisecond))
+	defer t.Stop()
+	select {
+	case <-woke:
+	case <-t.C:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return nil
+}
+
+// List returns the holders of every lock, each judged as an acquirer
+// with this Locker's options would judge it.
+func (l *Locker) List(ctx context.Context) ([]Info, error) {
+	kvs, _, err := l.b.Range(ctx, KeyPrefix)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	var out []Info
+	for _, e := range kvs {
+		name, slot, ok := parseSlotKey(e.Key)
+		if !ok {
+			continue
+		}
+		s := newSlotState(name, slot, e)
+		s.Alive, s.Reason = l.judge(&s.Marker, now)
+		out = append(out, s.Info)
+	}
+	return out, nil
+}
+
+// Fenced returns a writer whose writes commit only while token is the
+// token of a holder of lock name, checked in the same atomic step as
+// the write; otherwise they fail with a *FencedError (ErrFenced, and
+// kv.ErrFenced) and write nothing.
+func (l *Locker) Fenced(name string, token int64) *FencedWriter {
+	return &FencedWriter{l: l, name: name, token: token}
+}
+
+// FencedWriter writes under a lock's fencing token.
+type FencedWriter struct {
+	l     *Locker
+	name  string
+	token int64
+	key   string // the slot key, once found
+}
+
+// Txn commits t under the fence.
+func (fw *FencedWriter) Txn(ctx context.Context, t lockstore.Txn) (lockstore.TxnResult, error) {
+	if fw.key == "" {
+		if err := checkName(fw.name); err != nil {
+			return lockstore.TxnResult{}, err
+		}
+		kvs, _, err := fw.l.b.Range(ctx, slotPrefix(fw.name))
+		if err != nil {
+			return lockstore.TxnResult{}, err
+		}
+		for _, e := range kvs {
+			if e.CreateRev == fw.token {
+				fw.key = e.Key
+			}
+		}
+		if fw.key == "" {
+			return lockstore.TxnResult{}, &FencedError{Name: fw.name, Token: fw.token}
+		}
+	}
+	t.Fence = &lockstore.Fence{Key: fw.key, Token: fw.token}
+	res, err := fw.l.b.Txn(ctx, t)
+	if errors.Is(err, lockstore.ErrFenced) {
+		return res, &FencedError{Name: fw.name, Token: fw.token, Err: err}
+	}
+	return res, err
+}
+
+// Put sets key to value under the fence.
+func (fw *FencedWriter) Put(ctx context.Context, key string, value []byte) (int64, error) {
+	res, err := fw.Txn(ctx, lockstore.Txn{Then: []lockstore.Op{lockstore.Put(key, value)}})
+	return res.Revision, err
+}
+
+// Delete removes key under the fence.
+func (fw *FencedWriter) Delete(ctx context.Context, key string) (int64, error) {
+	res, err := fw.Txn(ctx, lockstore.Txn{Then: []lockstore.Op{lockstore.Delete(key)}})
+	return res.Revision, err
+}

@@ -1,0 +1,143 @@
+// Package lockstore is the small set of store operations that package
+// filelock needs: point reads, a range by prefix, transactions with
+// compares on a key's create revision, mod revision and existence, fenced
+// writes, and a wait for a change. The kv store implements it through an
+// adapter in package filelock; an etcd client can implement it as well
+// (Get, Range with a prefix end, Txn, Watch), so that the lock logic,
+// which sees only this interface, runs on either.
+//
+// # What an implementation must promise
+//
+//   - Revisions are int64, strictly increasing with every committed
+//     transaction, and never go backwards, across crashes and repairs:
+//     the lock library hands them out as fencing tokens.
+//   - A Txn is atomic: its compares and its fence are evaluated against
+//     everything committed before it, and its operations commit with
+//     one revision, all or none.
+//   - A Put of a key that is absent (or that an earlier operation of the
+//     same Txn deleted) creates it: its CreateRev is the Txn's revision.
+//     A Put of a present key keeps its CreateRev. (etcd refuses a delete
+//     and a put of one key in one transaction; its backend expresses
+//     "Delete(k), Put(k)" as a delete under the Txn's compares followed by
+//     a create under Absent(k), which loses the one-transaction takeover
+//     but none of the safety: see package filelock.)
+//   - A read returns only what is durable: a revision it shows is never
+//     taken back by a crash.
+package lockstore
+
+import (
+	"context"
+	"errors"
+)
+
+// ErrFenced is returned by a Txn whose Fence does not hold: the fence key
+// is gone or was created at another revision than the token. Nothing was
+// written. The kv adapter's error also matches kv.ErrFenced.
+var ErrFenced = errors.New("lockstore: fencing token is stale")
+
+// KeyValue is a key's state.
+type KeyValue struct {
+	Key       string
+	Value     []byte
+	CreateRev int64 // the revision of the transaction that created the key
+	ModRev    int64 // the revision of the transaction that last changed it
+}
+
+// Target is what a Compare looks at.
+type Target uint8
+
+// Compare targets. Type 0 is reserved as invalid.
+const (
+	// TargetCreateRev compares the key's CreateRev (0 when absent).
+	TargetCreateRev Target = iota + 1
+	// TargetModRev compares the key's ModRev (0 when absent).
+	TargetModRev
+	// TargetExists compares the key's existence: Rev 1 present, 0 absent.
+	TargetExists
+)
+
+// Compare is an equality guard of a Txn: the key's Target equals Rev.
+type Compare struct {
+	Key    string
+	Target Target
+	Rev    int64
+}
+
+// CreateRevIs holds when key's CreateRev is rev (0: the key is absent).
+func CreateRevIs(key string, rev int64) Compare {
+	return Compare{Key: key, Target: TargetCreateRev, Rev: rev}
+}
+
+// ModRevIs holds when key's ModRev is rev (0: the key is absent).
+func ModRevIs(key string, rev int64) Compare {
+	return Compare{Key: key, Target: TargetModRev, Rev: rev}
+}
+
+// Absent holds when key does not exist.
+func Absent(key string) Compare { return Compare{Key: key, Target: TargetExists, Rev: 0} }
+
+// Exists holds when key exists.
+func Exists(key string) Compare { return Compare{Key: key, Target: TargetExists, Rev: 1} }
+
+// Op is a write of a Txn: a put of Value, or a delete.
+type Op struct {
+	Key    string
+	Value  []byte
+	Delete bool
+}
+
+// Put sets key to value.
+func Put(key string, value []byte) Op { return Op{Key: key, Value: value} }
+
+// Delete removes key; a missing key is not an error.
+func Delete(key string) Op { return Op{Key: key, Delete: true} }
+
+// Fence guards a Txn with a fencing token: it commits only if Key exists
+// and its CreateRev is Token, checked in the same atomic step.
+type Fence struct {
+	Key   string
+	Token int64
+}
+
+// Txn applies Then if every compare of If holds; otherwise it writes
+// nothing and reports Succeeded false. A Fence, if set, is checked first
+// and fails the Txn with ErrFenced.
+type Txn struct {
+	If    []Compare
+	Then  []Op
+	Fence *Fence
+}
+
+// TxnResult is the outcome of a Txn.
+type TxnResult struct {
+	Succeeded bool
+	// Revision is the revision the Txn committed at; when it wrote
+	// nothing, the store's revision at the time.
+	Revision int64
+}
+
+// Backend is the store as the lock library sees it. Every method is safe
+// for concurrent use; ctx bounds any wait (for the store's writer lock,
+// for the network).
+type Backend interface {
+	// Get returns key's state, and false when it is absent.
+	Get(ctx context.Context, key string) (KeyValue, bool, error)
+	// Range returns the keys that start with prefix, in key order, and
+	// the store's revision at the time of the read.
+	Range(ctx context.Context, prefix string) ([]KeyValue, int64, error)
+	// Txn commits t atomically.
+	Txn(ctx context.Context, t Txn) (TxnResult, error)
+	// Wait returns when a key under prefix may have changed after
+	// revision rev (a spurious return is allowed; a missed change is
+	// not), or with ctx's error when ctx ends first.
+	Wait(ctx context.Context, prefix string, rev int64) error
+}
+
+// Sessioner is implemented by a Backend whose every operation pays to
+// reach the store, such as a kv directory opened and closed for each
+// operation. Session returns a Backend over one connection (one open
+// store) for a short run of operations, and the function that ends it;
+// the lock library wraps each attempt to acquire in one session.
+type Sessioner interface {
+	Session(ctx context.Context) (Backend, func() error, error)
+}

@@ -1,0 +1,102 @@
+package filelock
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// KeyPrefix starts every key the lock library writes in the store:
+// KeyPrefix+NAME+"/slots" holds the slot count of lock NAME, and
+// KeyPrefix+NAME+"/slot/"+I the marker of the holder of slot I, whose
+// create revision is that holder's fencing token.
+const KeyPrefix = "filelock/"
+
+// Files in the holder directory.
+const (
+	holderSuffix = ".holder"
+	tmpSuffix    = ".tmp"
+	// HolderDirName is the holder files' directory inside the data
+	// directory. The store ignores it.
+	HolderDirName = "holders"
+)
+
+func namePrefix(name string) string     { return KeyPrefix + name + "/" }
+func slotsKey(name string) string       { return KeyPrefix + name + "/slots" }
+func slotPrefix(name string) string     { return KeyPrefix + name + "/slot/" }
+func slotKey(name string, i int) string { return slotPrefix(name) + strconv.Itoa(i) }
+
+// parseSlotKey splits a slot key into the lock's name and the slot.
+func parseSlotKey(key string) (name string, slot int, ok bool) {
+	rest, ok := strings.CutPrefix(key, KeyPrefix)
+	if !ok {
+		return "", 0, false
+	}
+	name, s, ok := strings.Cut(rest, "/slot/")
+	if !ok {
+		return "", 0, false
+	}
+	slot, err := strconv.Atoi(s)
+	if err != nil || slot < 0 || checkName(name) != nil {
+		return "", 0, false
+	}
+	return name, slot, true
+}
+
+// maxNameLen bounds a lock name, which is also part of a file name.
+const maxNameLen = 128
+
+// checkName accepts names of letters, digits, '.', '_' and '-', not
+// starting with '.'.
+func checkName(name string) error {
+	if name == "" || len(name) > maxNameLen || name[0] == '.' {
+		return fmt.Errorf("%w: lock name %q: 1 to %d of [A-Za-z0-9._-], not starting with '.'", ErrInvalid, name, maxNameLen)
+	}
+	for _, c := range []byte(name) {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return fmt.Errorf("%w: lock name %q: 1 to %d of [A-Za-z0-9._-], not starting with '.'", ErrInvalid, name, maxNameLen)
+		}
+	}
+	return nil
+}
+
+// Marker is what a holder records in its slot key, for the judges of
+// its liveness and for people: who holds it, since when, and how to
+// prove it dead.
+type Marker struct {
+	PID      int    `json:"pid"`
+	PIDStart uint64 `json:"pid_start"` // field 22 of /proc/PID/stat: clock ticks after boot
+	BootID   string `json:"boot_id"`   // /proc/sys/kernel/random/boot_id
+	Host     string `json:"host"`
+	Nonce    string `json:"nonce"`
+	// HolderFile is the base name of the holder file in the holder
+	// directory, locked with flock for as long as the holder lives;
+	// empty for a holder that keeps no descriptor.
+	HolderFile string    `json:"holder_file,omitempty"`
+	Acquired   time.Time `json:"acquired"`
+	Renewed    time.Time `json:"renewed"` // the last Extend (Acquired before one)
+	Slots      int       `json:"slots"`
+	Strategy   string    `json:"strategy"`
+	StaleAfter string    `json:"stale_after,omitempty"`
+}
+
+func (m *Marker) encode() []byte {
+	b, _ := json.Marshal(m)
+	return b
+}
+
+func decodeMarker(b []byte) (Marker, error) {
+	var m Marker
+	err := json.Unmarshal(b, &m)
+	return m, err
+}
+
+func newNonce() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
