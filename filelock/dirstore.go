@@ -19,6 +19,33 @@ type dirBackend struct {
 	opts kv.Options
 }
 
+// DefaultStoreOptions are the store options of Open, unless
+// WithStoreOptions gives others. A lock store is small and opened for
+// every operation, so it skips what pays off only for a store that stays
+// open: the preallocation of 1 MiB of log at each open, and the
+// checkpoint at open of whatever the last process logged (a few ms each
+// time); instead, a writer's open that replayed more than
+// CheckpointAfter bytes of log checkpoints before it closes.
+var DefaultStoreOptions = kv.Options{NoPreallocate: true, CheckpointBytes: -1}
+
+// CheckpointAfter is the log replayed at an open past which the lock
+// library checkpoints the store before closing it, when the store's own
+// checkpoints are off (a negative CheckpointBytes, as in
+// DefaultStoreOptions): about a hundred lock operations.
+const CheckpointAfter = 64 << 10
+
+// closeWriter closes a store opened for writing, checkpointing first if
+// its open replayed much log and the store does not checkpoint itself.
+func (d *dirBackend) closeWriter(s *kv.Store) error {
+	if d.opts.CheckpointBytes < 0 && s.Stats().RecoveryBytes >= CheckpointAfter {
+		if err := s.Checkpoint(); err != nil {
+			s.Close()
+			return err
+		}
+	}
+	return s.Close()
+}
+
 func (d *dirBackend) open(ctx context.Context, readOnly bool) (*kv.Store, error) {
 	o := d.opts
 	o.ReadOnly, o.WaitForLock = readOnly, true
@@ -49,7 +76,7 @@ func (d *dirBackend) Txn(ctx context.Context, t lockstore.Txn) (lockstore.TxnRes
 		return lockstore.TxnResult{}, err
 	}
 	res, err := storeBackend{s}.Txn(ctx, t)
-	if cerr := s.Close(); err == nil {
+	if cerr := d.closeWriter(s); err == nil {
 		err = cerr
 	}
 	return res, err
@@ -61,7 +88,7 @@ func (d *dirBackend) Session(ctx context.Context) (lockstore.Backend, func() err
 	if err != nil {
 		return nil, nil, err
 	}
-	return storeBackend{s}, s.Close, nil
+	return storeBackend{s}, func() error { return d.closeWriter(s) }, nil
 }
 
 // dirPoll bounds the wait between two looks at the store when no change

@@ -1,13 +1,16 @@
 package filelock
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/kvstore/kv/filelock/lockstore"
@@ -47,8 +50,9 @@ func WithSlots(n int) Option { return func(o *options) { o.slots = n } }
 func WithHolderDir(dir string) Option { return func(o *options) { o.holderDir = dir } }
 
 // WithStoreOptions sets the options Open uses to open the store for
-// each operation (segment size, checkpoint threshold, logger). ReadOnly
-// and WaitForLock are set by Open, and the sync mode must stay Always.
+// each operation (segment size, checkpoint threshold, logger) instead of
+// DefaultStoreOptions. ReadOnly and WaitForLock are set by Open, and the
+// sync mode must stay Always.
 func WithStoreOptions(so kv.Options) Option { return func(o *options) { o.store = so } }
 
 // maxSlots bounds WithSlots: each slot is a key the attempt compares.
@@ -115,7 +119,7 @@ func NewBackend(b lockstore.Backend, holderDir string, opts ...Option) (*Locker,
 }
 
 func buildOptions(opts []Option) options {
-	o := options{slots: 1}
+	o := options{slots: 1, store: DefaultStoreOptions}
 	for _, f := range opts {
 		f(&o)
 	}
@@ -193,7 +197,11 @@ func (l *Locker) acquire(ctx context.Context, name string, try bool) (*Holder, e
 			return nil, err
 		}
 	}
+	q := &queue{key: waitKey(name, nonce)}
 	drop := func() {
+		if q.enqueued {
+			l.dequeue(q)
+		}
 		if file != nil {
 			// Unlink before close: a probe never finds the name unlocked
 			// while the marker could still point at it.
@@ -202,20 +210,25 @@ func (l *Locker) acquire(ctx context.Context, name string, try bool) (*Holder, e
 		}
 	}
 	for {
-		h, le, rev, err := l.attempt(ctx, name, m)
+		h, le, watch, err := l.attempt(ctx, name, m, q, try)
 		if err != nil {
 			drop()
 			return nil, err
 		}
 		if h != nil {
 			h.file = file
+			if q.enqueued && file != nil {
+				// Wake the waiter behind: it watches this file for the
+				// sign that its predecessor stopped waiting.
+				os.Chtimes(filepath.Join(l.holderDir, m.HolderFile), time.Time{}, movedOn)
+			}
 			return h, nil
 		}
 		if try {
 			drop()
 			return nil, le
 		}
-		if err := l.waitChange(ctx, name, le, rev); err != nil {
+		if err := l.waitChange(ctx, name, le, watch); err != nil {
 			drop()
 			return nil, fmt.Errorf("%w (%w)", le, err)
 		}
@@ -226,30 +239,42 @@ func (l *Locker) acquire(ctx context.Context, name string, try bool) (*Holder, e
 // compare failed because another process changed the lock meanwhile).
 const raceRetries = 8
 
+// watchSet is what a waiter waits on: files whose change may let it go,
+// and the store's revision when it last looked.
+type watchSet struct {
+	holders []string  // holder files of the slots' holders: their close or unlink
+	ahead   string    // the holder file of the waiter it queues behind
+	stale   time.Time // when a holder becomes stale by time, if ever
+	rev     int64
+	poll    time.Duration // a bound on the wait, 0 for maxWait
+}
+
 // attempt tries once to take a slot, in one session of the store: read
 // the lock's keys, judge, and commit one transaction whose compares pin
 // every revision the judgment rests on. Exactly one of any number of
-// racing attempts on the same state wins.
-func (l *Locker) attempt(ctx context.Context, name string, m Marker) (*Holder, *LockedError, int64, error) {
+// racing attempts on the same state wins. An Acquire that finds no slot
+// (or live waiters queued before it) queues, in the same session.
+func (l *Locker) attempt(ctx context.Context, name string, m Marker, q *queue, try bool) (*Holder, *LockedError, *watchSet, error) {
 	b := l.b
 	if s, ok := b.(lockstore.Sessioner); ok {
 		sb, end, err := s.Session(ctx)
 		if err != nil {
-			return nil, nil, 0, err
+			return nil, nil, nil, err
 		}
 		defer end()
 		b = sb
 	}
-	var rev int64
 	for range raceRetries {
-		kvs, r, err := b.Range(ctx, namePrefix(name))
+		kvs, rev, err := b.Range(ctx, namePrefix(name))
 		if err != nil {
-			return nil, nil, 0, err
+			return nil, nil, nil, err
 		}
-		rev = r
 		now := time.Now()
 		st := parseLock(name, kvs)
 		n := l.opts.slots
+		ws := &watchSet{rev: rev}
+		le := &LockedError{Name: name}
+		ahead := l.queueAhead(ctx, b, st, q)
 		cmp := []lockstore.Compare{lockstore.ModRevIs(slotsKey(name), st.slotsRev)}
 		var ops []lockstore.Op
 		held := st.slots
@@ -259,7 +284,7 @@ func (l *Locker) attempt(ctx context.Context, name string, m Marker) (*Holder, *
 			// on the revision judged.
 			for _, s := range st.slots {
 				if ok, _ := l.judge(&s.Marker, now); ok {
-					return nil, nil, 0, &SlotsError{Name: name, Want: n, Have: st.n}
+					return nil, nil, nil, &SlotsError{Name: name, Want: n, Have: st.n}
 				}
 				cmp = append(cmp, lockstore.ModRevIs(s.Key, s.ModRev))
 				ops = append(ops, lockstore.Delete(s.Key))
@@ -275,25 +300,61 @@ func (l *Locker) attempt(ctx context.Context, name string, m Marker) (*Holder, *
 				break
 			}
 		}
-		key := ""
-		if slot >= 0 {
-			key = slotKey(name, slot)
-			cmp = append(cmp, lockstore.Absent(key))
-			ops = append(ops, lockstore.Put(key, m.encode()))
-		} else {
-			le := &LockedError{Name: name}
+		if slot < 0 {
 			for i := range n {
 				s := held[i]
 				ok, why := l.judge(&s.Marker, now)
 				s.Alive, s.Reason = ok, why
 				le.Holders = append(le.Holders, s.Info)
 				if !ok && slot < 0 {
-					slot, taken, key = i, s, s.Key
+					slot, taken = i, s
+				}
+				if s.HolderFile != "" && s.Host == l.host {
+					ws.holders = append(ws.holders, s.HolderFile)
+				} else {
+					ws.poll = pidPoll
+				}
+				if t, ok := l.staleAt(&s.Marker); ok && (ws.stale.IsZero() || t.Before(ws.stale)) {
+					ws.stale = t
+				}
+				if l.opts.strategy == PIDFirst || l.opts.strategy == PIDOnly {
+					ws.poll = pidPoll // a pid's death gives no event
 				}
 			}
-			if slot < 0 {
-				return nil, le, rev, nil
+		}
+		// Waiters queued before this one go first, as long as they act:
+		// one that leaves a free slot untaken for headGrace is passed.
+		if !try && slot >= 0 && len(ahead) >= n {
+			if q.stuck.IsZero() {
+				q.stuck = now
 			}
+			if now.Sub(q.stuck) < headGrace {
+				ws.ahead = ahead[len(ahead)-n].HolderFile
+				ws.poll = headGrace
+				slot = -1
+			}
+		} else {
+			q.stuck = time.Time{}
+		}
+		if slot < 0 {
+			if try {
+				return nil, le, nil, nil
+			}
+			if len(ahead) >= n && ws.ahead == "" {
+				ws.ahead = ahead[len(ahead)-n].HolderFile
+			}
+			if !q.enqueued {
+				if err := l.enqueue(ctx, b, q, m); err != nil {
+					return nil, nil, nil, err
+				}
+			}
+			return nil, le, ws, nil
+		}
+		key := slotKey(name, slot)
+		if taken == nil {
+			cmp = append(cmp, lockstore.Absent(key))
+			ops = append(ops, lockstore.Put(key, m.encode()))
+		} else {
 			// The takeover: delete the dead holder's key and create it
 			// anew, so that its create revision, the new token, is this
 			// transaction's revision; only if the key is still at the
@@ -301,19 +362,23 @@ func (l *Locker) attempt(ctx context.Context, name string, m Marker) (*Holder, *
 			cmp = append(cmp, lockstore.ModRevIs(key, taken.ModRev))
 			ops = append(ops, lockstore.Delete(key), lockstore.Put(key, m.encode()))
 		}
+		if q.enqueued {
+			ops = append(ops, lockstore.Delete(q.key))
+		}
 		res, err := b.Txn(ctx, lockstore.Txn{If: cmp, Then: ops})
 		if err != nil {
-			return nil, nil, 0, err
+			return nil, nil, nil, err
 		}
 		if !res.Succeeded {
 			continue // another process changed the lock: read again
 		}
+		q.enqueued = false
 		if taken != nil && taken.HolderFile != "" && taken.Host == l.host {
 			l.removeHolderFile(taken.HolderFile)
 		}
-		return &Holder{l: l, name: name, slot: slot, key: key, token: res.Revision, marker: m}, nil, res.Revision, nil
+		return &Holder{l: l, name: name, slot: slot, key: key, token: res.Revision, marker: m}, nil, nil, nil
 	}
-	return nil, &LockedError{Name: name}, rev, nil
+	return nil, &LockedError{Name: name}, &watchSet{poll: pidPoll}, nil
 }
 
 // removeHolderFile unlinks a holder file that no process holds.
@@ -330,7 +395,7 @@ func (l *Locker) removeHolderFile(base string) bool {
 	return true
 }
 
-// slotState is a slot key and its decoded marker.
+// slotState is a slot key (or a waiter's key) and its decoded marker.
 type slotState struct {
 	Info
 	ModRev int64
@@ -340,6 +405,7 @@ type lockState struct {
 	n        int // the slot count recorded, 0 if none or unreadable
 	slotsRev int64
 	slots    map[int]*slotState
+	waiters  []*slotState // in queue order: by create revision
 }
 
 func parseLock(name string, kvs []lockstore.KeyValue) lockState {
@@ -350,12 +416,17 @@ func parseLock(name string, kvs []lockstore.KeyValue) lockState {
 			st.n, _ = strconv.Atoi(string(e.Value))
 			continue
 		}
+		if strings.HasPrefix(e.Key, waitPrefix(name)) {
+			st.waiters = append(st.waiters, newSlotState(name, -1, e))
+			continue
+		}
 		nm, slot, ok := parseSlotKey(e.Key)
 		if !ok || nm != name {
 			continue
 		}
 		st.slots[slot] = newSlotState(nm, slot, e)
 	}
+	slices.SortFunc(st.waiters, func(a, b *slotState) int { return cmp.Compare(a.Token, b.Token) })
 	return st
 }
 
@@ -379,36 +450,43 @@ const maxWait = 2 * time.Second
 // again: a process's death gives no event to a stranger.
 const pidPoll = 100 * time.Millisecond
 
-// waitChange waits until the lock may have become free: a holder file
-// was closed or unlinked (its holder died or released), the store
-// changed (without holder files), a holder's stale time came, or maxWait
-// passed.
-func (l *Locker) waitChange(ctx context.Context, name string, le *LockedError, rev int64) error {
+// waitChange waits until the lock may have become free or the waiter
+// ahead moved on: a watched holder file was closed, unlinked or marked
+// (its holder died, released, or stopped waiting), the store changed
+// (when there are no files to watch), a holder's stale time came, or
+// the poll bound passed.
+func (l *Locker) waitChange(ctx context.Context, name string, le *LockedError, ws *watchSet) error {
 	ctx2, cancel := context.WithCancel(ctx)
 	defer cancel()
 	woke := make(chan struct{}, 2)
 	timeout := maxWait
-	evented := len(le.Holders) > 0
+	if ws.poll > 0 {
+		timeout = ws.poll
+	}
+	files := ws.holders
+	if ws.ahead != "" {
+		// Queued behind another waiter: its file is all there is to
+		// watch; the holders are its business until it moves on.
+		files = []string{ws.ahead}
+	}
+	evented := len(files) > 0
 	w, err := newWatcher()
 	if err != nil {
 		evented = false
 	} else {
 		defer w.close()
-		var paths []string
-		for _, h := range le.Holders {
-			if h.HolderFile == "" || h.Host != l.host {
-				evented = false
-				continue
-			}
-			p := filepath.Join(l.holderDir, h.HolderFile)
+		for _, f := range files {
+			p := filepath.Join(l.holderDir, f)
 			if w.watchFile(p) != nil {
 				return nil // gone since the attempt: look again
 			}
-			paths = append(paths, p)
-		}
-		// A holder that died between the attempt's probe and the watch
-		// gave its event to no one: probe once more now that it would.
-		for _, p := range paths {
+			// What happened between the attempt's look and the watch
+			// gave its event to no one: look at the file once more.
+			if f == ws.ahead {
+				if fi, err := os.Stat(p); err != nil || fi.ModTime().Equal(movedOn) {
+					return nil
+				}
+			}
 			if v, _ := probeHolderFile(p); v != alive {
 				return nil
 			}
@@ -421,21 +499,13 @@ func (l *Locker) waitChange(ctx context.Context, name string, le *LockedError, r
 	}
 	if !evented {
 		go func() {
-			if l.b.Wait(ctx2, namePrefix(name), rev) == nil {
+			if l.b.Wait(ctx2, namePrefix(name), ws.rev) == nil {
 				woke <- struct{}{}
 			}
 		}()
 	}
-	for _, h := range le.Holders {
-		if t, ok := l.staleAt(&h.Marker); ok {
-			timeout = min(timeout, time.Until(t)+time.Millisecond)
-		}
-		if l.opts.strategy != KernelFirst && l.opts.strategy != TimeOnly {
-			timeout = min(timeout, pidPoll)
-		}
-	}
-	if len(le.Holders) == 0 {
-		timeout = min(timeout, pidPoll) // lost races: read again soon
+	if !ws.stale.IsZero() {
+		timeout = min(timeout, time.Until(ws.stale)+time.Millisecond)
 	}
 	t := time.NewTimer(max(timeout, time.Millisecond))
 	defer t.Stop()

@@ -39,6 +39,19 @@ func (l *Locker) Sweep(ctx context.Context) ([]Info, error) {
 	for _, e := range kvs {
 		name, slot, ok := parseSlotKey(e.Key)
 		if !ok {
+			if w, ok := l.deadWaiter(e); ok {
+				// A waiter that died queued: its key only costs the
+				// waiters behind it a probe, but it goes too.
+				b.Txn(ctx, lockstore.Txn{
+					If:   []lockstore.Compare{lockstore.ModRevIs(e.Key, e.ModRev)},
+					Then: []lockstore.Op{lockstore.Delete(e.Key)},
+				})
+				if w.HolderFile != "" && w.Host == l.host {
+					l.removeHolderFile(w.HolderFile)
+				}
+			} else if m, err := decodeMarker(e.Value); err == nil {
+				named[m.HolderFile] = true
+			}
 			continue
 		}
 		s := newSlotState(name, slot, e)
@@ -85,4 +98,21 @@ func (l *Locker) sweepFiles(named map[string]bool, now time.Time) {
 			}
 		}
 	}
+}
+
+// deadWaiter reports whether e is the wait key of a waiter judged dead.
+func (l *Locker) deadWaiter(e lockstore.KeyValue) (Marker, bool) {
+	rest, ok := strings.CutPrefix(e.Key, KeyPrefix)
+	if !ok {
+		return Marker{}, false
+	}
+	name, _, ok := strings.Cut(rest, "/wait/")
+	if !ok || checkName(name) != nil {
+		return Marker{}, false
+	}
+	m, err := decodeMarker(e.Value)
+	if err != nil || l.waiterAlive(&m) {
+		return m, false
+	}
+	return m, true
 }
