@@ -46,7 +46,11 @@ func main() {
 	if err != nil {
 		fail(err)
 	}
-	so := kv.Options{CheckpointBytes: *ckpt, SegmentSize: *seg}
+	so := filelock.DefaultStoreOptions
+	so.SegmentSize = *seg
+	if *ckpt != 0 {
+		so.CheckpointBytes = *ckpt
+	}
 	opts := []filelock.Option{filelock.WithStrategy(st), filelock.WithStaleAfter(*stale), filelock.WithSlots(*slots), filelock.WithStoreOptions(so)}
 	var l *filelock.Locker
 	if *keep {
