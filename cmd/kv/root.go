@@ -149,7 +149,7 @@ The directory may come before or after the command: "kv data dump" and
 		newDumpCmd(g), newGetCmd(g), newPutCmd(g), newDelCmd(g), newAddCmd(g), newScanCmd(g),
 		newLoadCmd(g), newCheckCmd(g), newLogCmd(g), newStatCmd(g), newCheckpointCmd(g),
 		newRepairCmd(g), newDemoCmd(g), newCrashsimCmd(g),
-		newKilltestCmd(g),
+		newKilltestCmd(g), newLockCmd(g), newLocksCmd(g),
 	)
 	return root
 }

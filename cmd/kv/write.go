@@ -8,14 +8,16 @@ import (
 )
 
 func newPutCmd(g *globalOpts) *cobra.Command {
-	return &cobra.Command{
+	var fence fenceFlag
+	c := &cobra.Command{
 		Use:   "put DIR KEY VALUE",
 		Short: "Set a key, durably, and print the revision",
 		Long: `put sets KEY to VALUE and prints "revision N" once the write is durable
 (under the default --sync always). It creates DIR if needed. A KEY or
 VALUE that starts with a double quote is read as a Go-quoted string.`,
 		Example: `  kv data put k1 v1
-  kv data put greeting '"hello\nworld"'`,
+  kv data put greeting '"hello\nworld"'
+  kv data put state done --fence nightly:$KV_FENCE_TOKEN   # only while the lock is held with that token`,
 		Args: args(3, 3),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			key, err := parseArg("key", a[1])
@@ -31,9 +33,13 @@ VALUE that starts with a double quote is read as a Go-quoted string.`,
 				return err
 			}
 			defer s.Close()
-			rev, err := s.Put(key, val)
+			w, err := fence.writer(s)
 			if err != nil {
 				return err
+			}
+			rev, err := w.Put(key, val)
+			if err != nil {
+				return fencedError(err, fence.spec)
 			}
 			if err := s.Close(); err != nil {
 				return err
@@ -42,10 +48,13 @@ VALUE that starts with a double quote is read as a Go-quoted string.`,
 			return err
 		},
 	}
+	fence.add(c)
+	return c
 }
 
 func newDelCmd(g *globalOpts) *cobra.Command {
-	return &cobra.Command{
+	var fence fenceFlag
+	c := &cobra.Command{
 		Use:     "del DIR KEY",
 		Aliases: []string{"delete"},
 		Short:   "Delete a key, durably, and print the revision",
@@ -62,9 +71,13 @@ func newDelCmd(g *globalOpts) *cobra.Command {
 				return err
 			}
 			defer s.Close()
-			rev, err := s.Delete(key)
+			w, err := fence.writer(s)
 			if err != nil {
-				return keyError(key, err)
+				return err
+			}
+			rev, err := w.Delete(key)
+			if err != nil {
+				return fencedError(keyError(key, err), fence.spec)
 			}
 			if err := s.Close(); err != nil {
 				return err
@@ -73,10 +86,13 @@ func newDelCmd(g *globalOpts) *cobra.Command {
 			return err
 		},
 	}
+	fence.add(c)
+	return c
 }
 
 func newAddCmd(g *globalOpts) *cobra.Command {
-	return &cobra.Command{
+	var fence fenceFlag
+	c := &cobra.Command{
 		Use:   "add DIR KEY N",
 		Short: "Add N to a key's integer value, durably, and print the new value",
 		Long: `add adds the signed integer N to KEY's value, a decimal int64 (a missing
@@ -99,9 +115,13 @@ log records the delta, not the result, so applying it twice would show.`,
 				return err
 			}
 			defer s.Close()
-			v, _, err := s.Add(key, n)
+			w, err := fence.writer(s)
 			if err != nil {
-				return keyError(key, err)
+				return err
+			}
+			v, _, err := w.Add(key, n)
+			if err != nil {
+				return fencedError(keyError(key, err), fence.spec)
 			}
 			if err := s.Close(); err != nil {
 				return err
@@ -110,6 +130,8 @@ log records the delta, not the result, so applying it twice would show.`,
 			return err
 		},
 	}
+	fence.add(c)
+	return c
 }
 
 type scanOpts struct{ json bool }
