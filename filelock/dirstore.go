@@ -2,6 +2,9 @@ package filelock
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
 	"time"
 
 	"github.com/kvstore/kv/filelock/lockstore"
@@ -46,10 +49,30 @@ func (d *dirBackend) closeWriter(s *kv.Store) error {
 	return s.Close()
 }
 
+// lockPoll bounds a wait for the store's writer lock between two tries.
+const lockPoll = 50 * time.Millisecond
+
+// open opens the store. A read-only open never waits. An open for
+// writing that finds the store's LOCK taken blocks on it (a shared flock
+// of DIR/LOCK, let go at once) until its holder closes the store, and
+// tries again, rather than sleeping between tries
+// (kv.Options.WaitForLock sleeps 10 ms, which under contention made most
+// of a handover's time).
 func (d *dirBackend) open(ctx context.Context, readOnly bool) (*kv.Store, error) {
 	o := d.opts
-	o.ReadOnly, o.WaitForLock = readOnly, true
-	return kv.OpenContext(ctx, d.dir, &o)
+	o.ReadOnly, o.WaitForLock = readOnly, false
+	for {
+		s, err := kv.OpenContext(ctx, d.dir, &o)
+		if readOnly || !errors.Is(err, kv.ErrLocked) {
+			return s, err
+		}
+		wctx, cancel := context.WithTimeout(ctx, lockPoll)
+		waitUnlocked(wctx, filepath.Join(d.dir, kv.LockName))
+		cancel()
+		if cerr := ctx.Err(); cerr != nil {
+			return nil, fmt.Errorf("%w (%w)", err, cerr)
+		}
+	}
 }
 
 func (d *dirBackend) Get(ctx context.Context, key string) (lockstore.KeyValue, bool, error) {
