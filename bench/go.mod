@@ -7,6 +7,7 @@ replace github.com/kvstore/kv => ../
 require (
 	github.com/cockroachdb/pebble/v2 v2.1.7
 	github.com/dgraph-io/badger/v4 v4.9.6
+	github.com/gofrs/flock v0.13.2
 	github.com/kvstore/kv v0.0.0-00010101000000-000000000000
 	go.etcd.io/bbolt v1.5.0
 	golang.org/x/sys v0.50.0
