@@ -189,12 +189,17 @@ func checkLocalFS(dir string) error {
 	if err := unix.Statfs(dir, &st); err != nil {
 		return &fs.PathError{Op: "statfs", Path: dir, Err: err}
 	}
-	t := int64(st.Type) & 0xFFFFFFFF
+	return classifyFS(dir, int64(st.Type)&0xFFFFFFFF, fuseSubtype)
+}
+
+// classifyFS refuses the file system of type t (statfs's f_type) if it
+// is a network one; subtype finds a FUSE mount's subtype.
+func classifyFS(dir string, t int64, subtype func(string) string) error {
 	if name, ok := networkFS[t]; ok {
 		return fmt.Errorf("%w: %s is on %s (statfs type %#x): kernel locks and fsync do not hold across hosts there", ErrNetworkFS, dir, name, t)
 	}
 	if t == fuseMagic {
-		if sub := fuseSubtype(dir); sub != "" {
+		if sub := subtype(dir); sub != "" {
 			for _, n := range networkFUSE {
 				if sub == n {
 					return fmt.Errorf("%w: %s is on FUSE %s, a network file system", ErrNetworkFS, dir, sub)
