@@ -17,8 +17,10 @@
 //   - Open: filelock.Open of an existing directory (no store I/O), against
 //     flock.New.
 //   - cycle, 1 process: Acquire+Release with filelock.Open (two store
-//     opens, two fdatasyncs) and with filelock.New on a store kept open
-//     (two fdatasyncs), against Lock+Unlock.
+//     opens, two fdatasyncs), the same with kv's default store options
+//     (1 MiB of log preallocated and a checkpoint at each open), and with
+//     filelock.New on a store kept open (two fdatasyncs), against
+//     Lock+Unlock.
 //   - cycle, 16 processes: the wall time of 16 processes doing N cycles
 //     each on one lock, divided by the 16·N cycles, and the longest wait
 //     any of them had for the lock.
@@ -111,6 +113,17 @@ func run(base string, rounds, cycles, procs, perProc, opens int) error {
 		ctx := context.Background()
 		rd["kv cycle (Open)"] = timeEach(cycles, func() error {
 			h, err := l.Acquire(ctx, "job")
+			if err != nil {
+				return err
+			}
+			return h.Release()
+		})
+		ld, err := filelock.Open(filepath.Join(dir, "kv-defaults"), filelock.WithStoreOptions(kv.Options{}))
+		if err != nil {
+			return err
+		}
+		rd["kv cycle (Open, kv defaults)"] = timeEach(cycles/4, func() error {
+			h, err := ld.Acquire(ctx, "job")
 			if err != nil {
 				return err
 			}
@@ -296,6 +309,7 @@ func report(rs []round, procs, perProc int) {
 		{"store open (each lock operation of a short-lived process)", "kv store open", "flock file open"},
 		{"Open / New", "kv Open", "flock New"},
 		{"acquire+release, 1 process, Open", "kv cycle (Open)", "flock cycle"},
+		{"acquire+release, 1 process, Open with kv's default store options", "kv cycle (Open, kv defaults)", "flock cycle"},
 		{"acquire+release, 1 process, New (store kept open)", "kv cycle (New)", "flock cycle"},
 		{fmt.Sprintf("acquire+release, %d processes (wall time / cycles)", procs), "kv cycle, contended", "flock cycle, contended"},
 		{fmt.Sprintf("longest wait, %d processes", procs), "kv longest wait, contended", "flock longest wait, contended"},
