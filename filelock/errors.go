@@ -48,6 +48,9 @@ var ErrReleased = errors.New("filelock: holder already released")
 type LockedError struct {
 	Name    string
 	Holders []Info // one per slot, with the verdict that kept it
+	// Waiting is the number of live waiters queued before the caller,
+	// which go first.
+	Waiting int
 }
 
 // Error names the holders.
@@ -60,6 +63,9 @@ func (e *LockedError) Error() string {
 			sep = "; "
 		}
 		fmt.Fprintf(&b, "%spid %d on %s (token %d, %s)", sep, h.PID, h.Host, h.Token, h.Reason)
+	}
+	if e.Waiting > 0 {
+		fmt.Fprintf(&b, "; %d waiting ahead", e.Waiting)
 	}
 	return b.String()
 }

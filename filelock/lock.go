@@ -83,11 +83,16 @@ func Open(dir string, opts ...Option) (*Locker, error) {
 		so := o.store
 		so.ReadOnly = false
 		s, err := kv.Open(dir, &so)
-		if err != nil {
+		switch {
+		case errors.Is(err, kv.ErrLocked):
+			// Another process opened it first: it made the directory
+			// (durably, before it took the lock).
+		case err != nil:
 			return nil, err
-		}
-		if err := s.Close(); err != nil {
-			return nil, err
+		default:
+			if err := s.Close(); err != nil {
+				return nil, err
+			}
 		}
 	} else if err != nil {
 		return nil, err
@@ -273,8 +278,8 @@ func (l *Locker) attempt(ctx context.Context, name string, m Marker, q *queue, t
 		st := parseLock(name, kvs)
 		n := l.opts.slots
 		ws := &watchSet{rev: rev}
-		le := &LockedError{Name: name}
 		ahead := l.queueAhead(ctx, b, st, q)
+		le := &LockedError{Name: name, Waiting: len(ahead)}
 		cmp := []lockstore.Compare{lockstore.ModRevIs(slotsKey(name), st.slotsRev)}
 		var ops []lockstore.Op
 		held := st.slots

@@ -355,3 +355,21 @@ func mustFence(t testing.TB, s *kv.Store, name string, token int64) kv.Fence {
 	}
 	return f
 }
+
+// TestOpenRace opens a missing directory from many goroutines at once,
+// as many processes starting together do: each Open succeeds.
+func TestOpenRace(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	errs := make(chan error, 16)
+	for range 16 {
+		go func() {
+			_, err := Open(dir)
+			errs <- err
+		}()
+	}
+	for range 16 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
