@@ -24,6 +24,11 @@
 //     no clocks. Markers also record pid, start time (/proc/PID/stat field
 //     22), boot id, host and nonce, for people and for the PID and time
 //     strategies.
+//   - Waits without polling. Acquire sleeps until the kernel reports a
+//     holder file closed or unlinked (inotify) or the holder's stale time
+//     comes. Waiters queue in the store, each watching the waiter ahead,
+//     so that a release wakes one process and waiters are served in
+//     their order of arrival.
 //   - Durability. Every state change is a store transaction, durable when
 //     it returns; nothing lives only in a file that was not fsynced. A
 //     corrupt store fails closed: no lock is granted until `kv DIR

@@ -92,6 +92,8 @@ func (l *Locker) sweepFiles(named map[string]bool, now time.Time) {
 		case strings.HasSuffix(n, holderSuffix+tmpSuffix):
 			if fi, err := e.Info(); err == nil && now.Sub(fi.ModTime()) > tmpGrace {
 				if f, ok := takeHolderFile(filepath.Join(l.holderDir, n)); ok {
+					// Unlinked while we hold its lock: its creator died
+					// before renaming it, or gave up.
 					os.Remove(filepath.Join(l.holderDir, n))
 					f.Close()
 				}
