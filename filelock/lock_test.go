@@ -373,3 +373,50 @@ func TestOpenRace(t *testing.T) {
 		}
 	}
 }
+
+// hookBackend runs before each Txn once, between a caller's read and its
+// write.
+type hookBackend struct {
+	lockstore.Backend
+	before func()
+}
+
+func (h *hookBackend) Txn(ctx context.Context, t lockstore.Txn) (lockstore.TxnResult, error) {
+	if f := h.before; f != nil {
+		h.before = nil
+		f()
+	}
+	return h.Backend.Txn(ctx, t)
+}
+
+// TestSweepJudgedStale: a takeover commits between the sweep's judgment
+// of a dead holder and its delete. The delete, conditional on the
+// revision judged, fails, and the new holder's key stays.
+func TestSweepJudgedStale(t *testing.T) {
+	s, err := kv.Open(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	l, err := New(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := mustAcquire(t, l, "job")
+	die(dead)
+	var taker *Holder
+	hb := &hookBackend{Backend: StoreBackend(s), before: func() { taker = mustAcquire(t, l, "job") }}
+	sweeper, err := NewBackend(hb, l.holderDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	removed, err := sweeper.Sweep(context.Background())
+	if err != nil || len(removed) != 0 {
+		t.Fatalf("Sweep: removed %+v, %v; want nothing", removed, err)
+	}
+	e, err := s.Get([]byte(taker.Key()))
+	if err != nil || int64(e.CreateRev) != taker.Token() {
+		t.Fatalf("the takeover's key: %v, create revision %d, want %d", err, e.CreateRev, taker.Token())
+	}
+	taker.Release()
+}
