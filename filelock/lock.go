@@ -222,7 +222,7 @@ func (l *Locker) acquire(ctx context.Context, name string, try bool) (*Holder, e
 		}
 		if h != nil {
 			h.file = file
-			if q.enqueued && file != nil {
+			if q.queued && file != nil {
 				// Wake the waiter behind: it watches this file for the
 				// sign that its predecessor stopped waiting.
 				os.Chtimes(filepath.Join(l.holderDir, m.HolderFile), time.Time{}, movedOn)

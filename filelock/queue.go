@@ -35,6 +35,7 @@ func waitKey(name, nonce string) string { return waitPrefix(name) + nonce }
 type queue struct {
 	key      string
 	enqueued bool
+	queued   bool      // it was enqueued once: a waiter may watch its file
 	stuck    time.Time // when a free slot was first seen left to the waiters ahead
 }
 
@@ -48,6 +49,7 @@ func (l *Locker) enqueue(ctx context.Context, b lockstore.Backend, q *queue, m M
 		return err
 	}
 	q.enqueued = res.Succeeded
+	q.queued = q.queued || res.Succeeded
 	return nil
 }
 
