@@ -451,6 +451,11 @@ func newSlotState(name string, slot int, e lockstore.KeyValue) *slotState {
 // another host).
 const maxWait = 2 * time.Second
 
+// aheadWait bounds the wait of a waiter queued behind another, whose
+// file reports every move: a long queue takes longer than maxWait to
+// reach its tail, and a look at the lock costs a store open.
+const aheadWait = 10 * time.Second
+
 // pidPoll is how often a holder judged by its pid alone is looked at
 // again: a process's death gives no event to a stranger.
 const pidPoll = 100 * time.Millisecond
@@ -473,6 +478,9 @@ func (l *Locker) waitChange(ctx context.Context, name string, le *LockedError, w
 		// Queued behind another waiter: its file is all there is to
 		// watch; the holders are its business until it moves on.
 		files = []string{ws.ahead}
+		if ws.poll == 0 {
+			timeout = aheadWait
+		}
 	}
 	evented := len(files) > 0
 	w, err := newWatcher()
