@@ -122,6 +122,14 @@ func recoverProgram(fsys vfs.FS, dir string, opts kv.Options, rec *vfs.Recorder)
 	if err != nil {
 		return err
 	}
+	// The article's recovery ends with a checkpoint, as kv DIR dump
+	// writes it.
+	if s.Stats().RecoveryReplayed > 0 {
+		if err := s.Checkpoint(); err != nil {
+			s.Close()
+			return err
+		}
+	}
 	for range s.Scan(nil, nil) {
 		rec.Ack(0)
 	}

@@ -12,12 +12,13 @@ import (
 	"github.com/kvstore/kv/vfs"
 )
 
-// TestOpenCheckpointPolicy: an open that replayed a log small beside the
-// snapshot leaves the files as they are (a checkpoint would rewrite the
-// whole snapshot for it), and the replayed bytes count towards the next
-// checkpoint; an open that replayed a log as big as a quarter of the
-// snapshot checkpoints it in the background, so the next open replays
-// nothing. Both keep every write.
+// TestOpenCheckpointPolicy: an open that replayed a log shorter than
+// CheckpointBytes leaves the files as they are (a checkpoint would
+// rewrite the whole snapshot and start a segment for it, at every open of
+// a short-lived process), even a log as big as the snapshot, and the
+// replayed bytes count towards the next checkpoint; an open that replayed
+// CheckpointBytes of log checkpoints it in the background, so the next
+// open replays nothing. Both keep every write.
 func TestOpenCheckpointPolicy(t *testing.T) {
 	fsys := vfs.NewMem()
 	opts := kv.Options{FS: fsys}
@@ -86,7 +87,8 @@ func TestOpenCheckpointPolicy(t *testing.T) {
 			before, files(), string(snap) != string(after))
 	}
 
-	// A log a quarter of the snapshot's size or more.
+	// A log as big as the snapshot, shorter than CheckpointBytes: still
+	// no checkpoint at open.
 	s, err = kv.Open("/data", &opts)
 	if err != nil {
 		t.Fatal(err)
@@ -97,6 +99,23 @@ func TestOpenCheckpointPolicy(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
+	s, err = kv.Open("/data", &opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(s)
+	if st := s.Stats(); st.RecoveryReplayed != 201 || st.Checkpoints != 0 {
+		t.Errorf("a log shorter than CheckpointBytes: replayed %d records, %d checkpoints; want 201 and 0", st.RecoveryReplayed, st.Checkpoints)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if meta, _ := snapshot.ReadMeta(fsys, "/data"); meta.Revision != 400 {
+		t.Errorf("a log shorter than CheckpointBytes: the open wrote a snapshot at revision %d", meta.Revision)
+	}
+
+	// CheckpointBytes of log replayed: the open checkpoints it.
+	opts.CheckpointBytes = 8 << 10
 	s, err = kv.Open("/data", &opts)
 	if err != nil {
 		t.Fatal(err)

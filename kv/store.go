@@ -147,18 +147,15 @@ func OpenContext(ctx context.Context, dir string, opts *Options) (*Store, error)
 
 // checkpointAfterRecovery decides whether a store starts with a
 // checkpoint of what its recovery replayed (in the background: the store
-// serves meanwhile). It does unless the replayed log is small beside the
-// snapshot, which a checkpoint would rewrite whole: a quarter of the
-// snapshot's size, or CheckpointBytes, replayed is enough. Otherwise the
-// replayed bytes count towards the next checkpoint as if written since.
+// serves meanwhile): only when the replayed log is as long as the store
+// lets its log grow between checkpoints (CheckpointBytes), as after a
+// crash of a writer that had written that much. A shorter log is cheap to
+// replay, and a checkpoint would rewrite the snapshot and start a segment
+// at every open of a short-lived process: its bytes count towards the
+// next checkpoint instead, as if written since. Call Checkpoint to write
+// one at once.
 func checkpointAfterRecovery(res *recovery.Result, checkpointBytes int64) bool {
-	switch {
-	case res.Replayed == 0, checkpointBytes < 0:
-		return false
-	case !res.HadSnapshot, res.ReplayedBytes*4 >= res.SnapshotBytes:
-		return true
-	}
-	return checkpointBytes > 0 && res.ReplayedBytes >= checkpointBytes
+	return res.Replayed > 0 && checkpointBytes > 0 && res.ReplayedBytes >= checkpointBytes
 }
 
 func (s *Store) makeDir() error {

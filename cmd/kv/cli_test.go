@@ -255,7 +255,7 @@ func TestCrashsim(t *testing.T) {
 		t.Errorf("crashsim recovery: exit %d\n%s%s", code, stdout, stderr)
 	}
 	code, stdout, _ = kvRun(t, "", "crashsim", "recovery", "--bug", "double-apply", "--model", "process", "--no-nested")
-	want := "first bad process state: crash after event 18 of 20 (rename snapshot.tmp -> snapshot): recovery: c=110 instead of 55, d=14 instead of 7"
+	want := "first bad process state: crash after event 12 of 20 (rename snapshot.tmp -> snapshot): recovery: c=110 instead of 55, d=14 instead of 7"
 	if code != 1 || !strings.Contains(stdout, want) {
 		t.Errorf("crashsim --bug double-apply: exit %d\n%s", code, stdout)
 	}

@@ -105,9 +105,10 @@ func crashedRecovery(dir string, bug recovery.Bug) error {
 		}
 		return err
 	}
-	// The checkpoint that ends a recovery runs in the background once the
-	// store is open; Close waits for it, and from the crash point on every
-	// file operation fails, as if the process were gone.
+	// The checkpoint that ends the recovery, as kv DIR dump writes it;
+	// from the crash point on every file operation fails, as if the
+	// process were gone.
+	s.Checkpoint()
 	s.Close()
 	if !dead {
 		return errors.New("demo: the recovery finished before the crash point")
@@ -139,6 +140,10 @@ func demo(w io.Writer, keep bool) error {
 		return err
 	}
 	st := s.Stats()
+	if err := s.Checkpoint(); err != nil {
+		s.Close()
+		return err
+	}
 	want := mapLine(s)
 	s.Close()
 	say("   replayed %d records in %v; files now: %s", st.RecoveryReplayed, st.RecoveryTime.Round(1000), listing(dir))

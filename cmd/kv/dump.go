@@ -17,8 +17,8 @@ func newDumpCmd(g *globalOpts) *cobra.Command {
 		Long: `dump opens the data directory, which runs recovery: load the snapshot,
 replay the log segments it does not cover, and, if it replayed anything,
 checkpoint (start a new segment, write a snapshot covering the replayed
-ones, delete them). Then it prints one key=value line per key, sorted by
-key bytes, and nothing else. Keys and values that are not printable
+ones, delete them), as the article's store does. Then it prints one
+key=value line per key, sorted by key bytes, and nothing else. Keys and values that are not printable
 UTF-8, or hold '=' or a newline, are printed Go-quoted.`,
 		Example: `  kv data dump
   kv data dump --json | jq .
@@ -30,6 +30,13 @@ UTF-8, or hold '=' or a newline, are printed Go-quoted.`,
 				return err
 			}
 			defer s.Close()
+			if !o.readOnly && s.Stats().RecoveryReplayed > 0 {
+				// The article's recovery ends with a checkpoint; a plain
+				// open leaves a short log for the next one to replay.
+				if err := s.Checkpoint(); err != nil {
+					return err
+				}
+			}
 			if err := printEntries(cmd.OutOrStdout(), s.Scan(nil, nil), o.json); err != nil {
 				return err
 			}
