@@ -7,9 +7,9 @@ import (
 	"sort"
 	"time"
 
+	"github.com/kvstore/kv/internal/variant"
 	"github.com/kvstore/kv/kv"
 	"github.com/kvstore/kv/record"
-	"github.com/kvstore/kv/recovery"
 	"github.com/kvstore/kv/vfs"
 )
 
@@ -52,7 +52,7 @@ func (w Workload) txns() []kv.Txn {
 // Config selects what Check does.
 type Config struct {
 	Models []Model // default: process and machine
-	Bug    recovery.Bug
+	Bug    variant.Bug
 	Seed   uint64
 	// MaxStates caps the machine states enumerated at one crash point;
 	// past it they are sampled (and the report says so). 0 means 64.
@@ -101,7 +101,7 @@ type ModelReport struct {
 // Report is the outcome of Check on one workload.
 type Report struct {
 	Workload    string
-	Bug         recovery.Bug `json:",omitempty"`
+	Bug         variant.Bug `json:",omitempty"`
 	Events      int
 	Counts      map[string]int
 	CrashPoints int
@@ -190,7 +190,7 @@ func (c *checker) recoverState(s State) (out outcome) {
 		return outcome{err: err}
 	}
 	o := c.opts
-	o.FS = fsys
+	o.FS = variant.Wrap(fsys, c.cfg.Bug)
 	st, err := kv.Open(c.w.Dir, &o)
 	if err != nil {
 		return outcome{err: err}
@@ -220,7 +220,6 @@ func Check(w Workload, cfg Config) (*Report, error) {
 	c := &checker{w: w, cfg: cfg, opts: w.Options, rng: rand.New(rand.NewPCG(cfg.Seed, 0x6b76)),
 		cache: map[uint64]outcome{}, nestedT: map[uint64]bool{}, inherit: map[uint64]*inherited{},
 		report: &Report{Workload: w.Name, Bug: cfg.Bug, Counts: map[string]int{}}}
-	c.opts.Bug = cfg.Bug
 
 	// What a recovery without a crash gives.
 	base := c.recoverState(w.Initial)
@@ -289,8 +288,8 @@ func (c *checker) trace(failSync func(int) bool) ([]vfs.Event, error) {
 	rec.FailSync = failSync
 	rec.SyncDelay = syncDelay
 	o := c.opts
-	o.FS = rec
-	err = c.w.Program(rec, c.w.Dir, o, rec)
+	o.FS = variant.Wrap(rec, c.cfg.Bug) // above the recorder: it records what the disk sees
+	err = c.w.Program(o.FS, c.w.Dir, o, rec)
 	if err != nil && failSync == nil {
 		return nil, fmt.Errorf("killtest: the traced program failed: %w", err)
 	}
@@ -511,7 +510,7 @@ func (c *checker) nested(mr *ModelReport, s State) {
 		rec = vfs.NewRecorderInodes(fsys, start.m.inodePaths(), start.m.maxInode())
 	}
 	o := c.opts
-	o.FS = rec
+	o.FS = variant.Wrap(rec, c.cfg.Bug) // above the recorder: it records what the disk sees
 	first := func(b *Bad) {
 		mr.Bad++
 		mr.BadDistinct++

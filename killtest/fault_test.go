@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kvstore/kv/internal/variant"
 	"github.com/kvstore/kv/kv"
-	"github.com/kvstore/kv/recovery"
 	"github.com/kvstore/kv/vfs"
 )
 
@@ -38,6 +38,9 @@ func keepWritingProgram(ops []kv.Op) Program {
 	}
 }
 
+// fsyncFailureBugs are the variants TestSimFsyncFailure must catch.
+var fsyncFailureBugs = []variant.Bug{variant.RetrySync}
+
 // TestSimFsyncFailure runs the fsync-failure model on the writes workload
 // (the k-th fdatasync fails, for every k, and its unsynced writes are lost
 // for good while later syncs succeed), with the workload's program and with
@@ -51,8 +54,8 @@ func TestSimFsyncFailure(t *testing.T) {
 		{Name: "keep-writing", Dir: dataDir, Initial: State{}, Options: smallOptions, Program: keepWritingProgram(ops), Ops: ops},
 	}
 	for _, w := range workloads {
-		for _, bug := range []recovery.Bug{recovery.NoBug, recovery.BugRetrySync} {
-			if bug != recovery.NoBug && w.Name != "writes" {
+		for _, bug := range append([]variant.Bug{variant.None}, fsyncFailureBugs...) {
+			if bug != variant.None && w.Name != "writes" {
 				continue
 			}
 			t.Run(w.Name+"/"+string(bug), func(t *testing.T) {
@@ -69,7 +72,7 @@ func TestSimFsyncFailure(t *testing.T) {
 				if mr.Model != FsyncFailure || mr.States < rep.Counts["sync"] {
 					t.Fatalf("%d fsync-failure states checked, want at least one per sync", mr.States)
 				}
-				if bug == recovery.NoBug {
+				if bug == variant.None {
 					if !rep.Ok() {
 						t.Errorf("bad fsync-failure states for the correct store:\n%s", out)
 					}

@@ -2,10 +2,11 @@ package killtest
 
 import (
 	"flag"
+	"os"
 	"strings"
 	"testing"
 
-	"github.com/kvstore/kv/recovery"
+	"github.com/kvstore/kv/internal/variant"
 )
 
 var long = flag.Bool("long", false, "run the larger simulator workloads")
@@ -49,22 +50,22 @@ func TestSimCorrectStore(t *testing.T) {
 // bugCases says, for each bug variant, a workload and the model whose
 // states catch it, and what the first bad state must say.
 var bugCases = []struct {
-	bug      recovery.Bug
+	bug      variant.Bug
 	workload string
 	model    Model
 	nested   bool   // caught only by crashing the recovery of a crash state
 	event    string // the first bad state comes after this event
 	reason   string // and says this
 }{
-	{recovery.BugDoubleApply, "recovery", Process, false, "rename snapshot.tmp -> snapshot", "c=110 instead of 55, d=14 instead of 7"},
-	{recovery.BugNoSync, "writes", Machine, false, "ack 1", "acknowledged operation lost"},
-	{recovery.BugAckBeforeSync, "writes", Machine, false, "ack", "acknowledged operation lost"},
-	{recovery.BugNoDirSync, "writes", Machine, false, "ack 1", "acknowledged operation lost"},
-	{recovery.BugRenameBeforeFsync, "recovery", Machine, false, "rename snapshot.tmp -> snapshot", "corrupt snapshot"},
-	{recovery.BugUnlinkEarly, "recovery", Process, false, "unlink log.000001", "segment missing"},
-	{recovery.BugTrustTmp, "recovery", Process, false, "create snapshot.tmp", "corrupt snapshot"},
-	{recovery.BugTornAsCorrupt, "torn-recovery", Process, false, "create log.000002", "corrupt log: /data/log.000001 at offset"},
-	{recovery.BugTornAsCorrupt, "writes", Machine, true, "create log.", "corrupt log"},
+	{variant.DoubleApply, "recovery", Process, false, "rename snapshot.tmp -> snapshot", "c=110 instead of 55, d=14 instead of 7"},
+	{variant.NoSync, "writes", Machine, false, "ack 1", "acknowledged operation lost"},
+	{variant.AckBeforeSync, "writes", Machine, false, "ack", "acknowledged operation lost"},
+	{variant.NoDirSync, "writes", Machine, false, "ack 1", "acknowledged operation lost"},
+	{variant.RenameBeforeFsync, "recovery", Machine, false, "rename snapshot.tmp -> snapshot", "corrupt snapshot"},
+	{variant.UnlinkEarly, "recovery", Process, false, "unlink log.000001", "segment missing"},
+	{variant.TrustTmp, "recovery", Process, false, "create snapshot.tmp", "corrupt snapshot"},
+	{variant.TornAsCorrupt, "torn-recovery", Process, false, "create log.000002", "corrupt log: /data/log.000001 at offset"},
+	{variant.TornAsCorrupt, "writes", Machine, true, "create log.", "corrupt log"},
 }
 
 // TestSimBugsCaught: each bug variant gives bad states in the model where
@@ -101,10 +102,47 @@ func TestSimBugsCaught(t *testing.T) {
 	}
 }
 
+// TestEveryVariantChecked: every bug variant has a test that shows a
+// checker catching it, and a row in the README's table of variants; a
+// variant added without either fails here.
+func TestEveryVariantChecked(t *testing.T) {
+	checked := map[variant.Bug]bool{}
+	for _, bc := range bugCases {
+		checked[bc.bug] = true
+	}
+	for _, b := range fsyncFailureBugs {
+		checked[b] = true
+	}
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := map[variant.Bug]bool{}
+	for _, line := range strings.Split(string(readme), "\n") {
+		if rest, ok := strings.CutPrefix(line, "| `"); ok {
+			if name, _, ok := strings.Cut(rest, "`"); ok {
+				rows[variant.Bug(name)] = true
+			}
+		}
+	}
+	for _, b := range variant.All() {
+		if !checked[b] {
+			t.Errorf("bug variant %s: no checker test catches it (add it to bugCases)", b)
+		}
+		if !rows[b] {
+			t.Errorf("bug variant %s: no row in README.md's table of variants", b)
+		}
+		delete(checked, b)
+	}
+	for b := range checked {
+		t.Errorf("bugCases names %q, which variant.All does not list", b)
+	}
+}
+
 // TestSimRandomShrinks: a generated workload that fails (here on the
 // no-sync variant) shrinks to the fewest operations that still fail.
 func TestSimRandomShrinks(t *testing.T) {
-	cfg := Config{Models: []Model{Machine}, Bug: recovery.BugNoSync, NoNested: true, Seed: 1}
+	cfg := Config{Models: []Model{Machine}, Bug: variant.NoSync, NoNested: true, Seed: 1}
 	n, rep, err := Shrink(40, 2, cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -3,11 +3,11 @@ package kv
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"sync"
 	"time"
 	"unsafe"
 
+	"github.com/kvstore/kv/internal/variant"
 	"github.com/kvstore/kv/record"
 	"github.com/kvstore/kv/recovery"
 	"github.com/kvstore/kv/snapshot"
@@ -543,7 +543,7 @@ func (s *Store) commit() {
 	}
 	s.lastRev = g.rev
 	switch {
-	case s.opts.Bug == recovery.BugAckBeforeSync:
+	case variant.Of(s.fs) == variant.AckBeforeSync:
 		// The bug: acknowledge, and show, before the sync.
 		s.apply(g.changes, g.rev)
 		s.ack(g)
@@ -551,7 +551,7 @@ func (s *Store) commit() {
 		if err := s.w.Sync(); err != nil {
 			s.failStop(err)
 		}
-	case s.opts.Sync.kind == syncAlways && s.opts.Bug != recovery.BugNoSync:
+	case s.opts.Sync.kind == syncAlways:
 		// The sync runs in the committer: the next group gathers in the
 		// channel meanwhile, and a lone writer pays no hand-off on top of
 		// its fdatasync. The flusher puts the earlier groups' changes in
@@ -770,36 +770,12 @@ func (s *Store) startCheckpoint() {
 	prev := s.covered
 	done := make(chan error, 1)
 	s.ckpt = done
-	bug := s.opts.Bug
 	go func() {
 		start := time.Now()
+		// The snapshot first, durable, then the covered segments: the
+		// protocol recovery's checkpoint follows too.
 		meta := snapshot.Meta{Covered: sealed, Revision: view.Revision(), Count: uint64(view.Len())}
-		if bug == recovery.BugDoubleApply {
-			meta.Covered = 0
-		}
-		deleteCovered := func() (err error) {
-			for seg := prev + 1; seg <= sealed; seg++ {
-				// A segment an earlier, failed checkpoint removed is gone
-				// already: that is not a failure of this one.
-				rerr := s.fs.Remove(wal.SegmentPath(s.dir, seg))
-				if rerr != nil && !errors.Is(rerr, fs.ErrNotExist) && err == nil {
-					err = rerr
-				}
-			}
-			return err
-		}
-		var err error
-		if bug == recovery.BugUnlinkEarly {
-			err = deleteCovered()
-		}
-		if err == nil {
-			err = snapshot.Write(s.fs, s.dir, meta, view.All(nil, nil), bug.Snapshot())
-		}
-		if err == nil && bug != recovery.BugUnlinkEarly {
-			// The snapshot covering these segments is durable: Write synced
-			// the directory after the rename.
-			err = deleteCovered()
-		}
+		_, err := recovery.WriteCheckpoint(s.fs, s.dir, meta, view.All(nil, nil), prev+1)
 		s.log.Info("checkpoint", "dir", s.dir, "covered", sealed.String(), "revision", uint64(view.Revision()),
 			"keys", view.Len(), "duration", time.Since(start), "err", err)
 		if err == nil {

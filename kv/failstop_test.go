@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/kvstore/kv/internal/variant"
 	"github.com/kvstore/kv/kv"
-	"github.com/kvstore/kv/recovery"
 	"github.com/kvstore/kv/vfs"
 )
 
@@ -24,7 +24,7 @@ import (
 // the kernel dropped); none of the group's writes becomes visible; and a
 // reopen after a power loss holds exactly the writes acknowledged before.
 func TestFailedSyncFailsGroup(t *testing.T) {
-	for _, p := range failedSyncGroup(t, recovery.NoBug) {
+	for _, p := range failedSyncGroup(t, variant.None) {
 		t.Error(p)
 	}
 }
@@ -32,7 +32,7 @@ func TestFailedSyncFailsGroup(t *testing.T) {
 // TestFailedSyncCatchesRetry runs the same checks on the retry-fsync
 // variant, which retries the failed fdatasync: they must fail.
 func TestFailedSyncCatchesRetry(t *testing.T) {
-	problems := failedSyncGroup(t, recovery.BugRetrySync)
+	problems := failedSyncGroup(t, variant.RetrySync)
 	if len(problems) == 0 {
 		t.Fatal("the retry-fsync variant passed the failed-sync checks")
 	}
@@ -41,11 +41,11 @@ func TestFailedSyncCatchesRetry(t *testing.T) {
 
 // failedSyncGroup runs the scenario of TestFailedSyncFailsGroup and
 // returns what went wrong.
-func failedSyncGroup(t *testing.T, bug recovery.Bug) (problems []string) {
+func failedSyncGroup(t *testing.T, bug variant.Bug) (problems []string) {
 	errorf := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
 	mem := vfs.NewMem()
 	h := &hookFS{FS: mem}
-	s, _ := memStore(t, &kv.Options{FS: h, Bug: bug})
+	s, _ := memStore(t, &kv.Options{FS: variant.Wrap(h, bug)})
 	if _, err := s.Put([]byte("a"), []byte("1")); err != nil {
 		t.Fatal(err)
 	}

@@ -12,9 +12,9 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/kvstore/kv/internal/variant"
 	"github.com/kvstore/kv/kv"
 	"github.com/kvstore/kv/record"
-	"github.com/kvstore/kv/recovery"
 	"github.com/kvstore/kv/vfs"
 	"github.com/kvstore/kv/wal"
 )
@@ -128,7 +128,7 @@ type faultRun struct {
 // runWithFault runs open → the workload → Checkpoint → Close on a fresh
 // MemFS with the n-th operation that kind counts failing, then reopens the
 // files as a process crash and as a power loss leave them.
-func runWithFault(t *testing.T, kind faultKind, n int, ops []kv.Op, models []map[string]string, bug recovery.Bug) faultRun {
+func runWithFault(t *testing.T, kind faultKind, n int, ops []kv.Op, models []map[string]string, bug variant.Bug) faultRun {
 	var r faultRun
 	mem := vfs.NewMem()
 	var mu sync.Mutex
@@ -148,7 +148,8 @@ func runWithFault(t *testing.T, kind faultKind, n int, ops []kv.Op, models []map
 	}}
 	var logBuf bytes.Buffer
 	logger := slog.New(slog.NewTextHandler(&syncWriter{w: &logBuf}, nil))
-	opts := kv.Options{FS: in, SegmentSize: kind.segment, CheckpointBytes: kind.checkpoint, Logger: logger, Bug: bug}
+	opts := kv.Options{FS: in, SegmentSize: kind.segment, CheckpointBytes: kind.checkpoint, Logger: logger}
+	opts.FS = variant.Wrap(opts.FS, bug)
 	problem := func(format string, args ...any) { r.problems = append(r.problems, fmt.Sprintf(format, args...)) }
 
 	s, err := kv.Open("/data", &opts)
@@ -250,7 +251,7 @@ type faultStats struct {
 
 // runFaults runs the workload once per operation number with that
 // operation failing, until a run meets no fault, and returns the counts.
-func runFaults(t *testing.T, kind faultKind, ops []kv.Op, bug recovery.Bug) faultStats {
+func runFaults(t *testing.T, kind faultKind, ops []kv.Op, bug variant.Bug) faultStats {
 	models := modelDumps(t, ops)
 	st := faultStats{silent: map[string]int{}}
 	for n := 1; ; n++ {
@@ -305,7 +306,7 @@ func TestFaultEveryOperation(t *testing.T) {
 	total := faultStats{silent: map[string]int{}}
 	for _, kind := range faultKinds {
 		t.Run(strings.ReplaceAll(kind.name, " ", "_"), func(t *testing.T) {
-			st := runFaults(t, kind, ops, recovery.NoBug)
+			st := runFaults(t, kind, ops, variant.None)
 			t.Logf("%s: %d faults injected, %d survived (returned to a caller %d, logged %d, absorbed %v; %d left half a record, cut at reopen)",
 				kind.name, st.injected, st.survived, st.returned, st.logged, st.silent, st.torn)
 			if st.injected < 20 {
@@ -327,7 +328,7 @@ func TestFaultEveryOperation(t *testing.T) {
 func TestFaultCheckerCatchesNoSync(t *testing.T) {
 	models := modelDumps(t, faultOps(48))
 	for n := 1; n < 400; n += 7 {
-		r := runWithFault(t, faultKinds[0], n, faultOps(48), models, recovery.BugNoSync)
+		r := runWithFault(t, faultKinds[0], n, faultOps(48), models, variant.NoSync)
 		for _, p := range r.problems {
 			if strings.Contains(p, "power loss") && strings.Contains(p, "want between") {
 				return

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
+	"github.com/kvstore/kv/internal/variant"
 	"github.com/kvstore/kv/kv"
-	"github.com/kvstore/kv/recovery"
 	"github.com/kvstore/kv/vfs"
 )
 
@@ -377,6 +377,7 @@ type linConfig struct {
 	// powerLosses takes that many crash clones of mem while the clients
 	// run, and reads every key from each.
 	powerLosses int
+	bug         variant.Bug // a bug variant the store runs with
 }
 
 // linRun is what runLinearizability recorded.
@@ -401,7 +402,7 @@ func runLinearizability(t *testing.T, cfg linConfig, seed uint64) linRun {
 	t.Helper()
 	opts := cfg.opts
 	if cfg.mem != nil {
-		opts.FS = cfg.mem
+		opts.FS = variant.Wrap(cfg.mem, cfg.bug)
 	}
 	s, err := kv.Open(cfg.dir, &opts)
 	if err != nil {
@@ -634,8 +635,8 @@ func TestLinearizable(t *testing.T) {
 // recovered reads contradict the acknowledged history, both at the end
 // and during the run.
 func TestLinearizableCatchesLostWrite(t *testing.T) {
-	opts := kv.Options{SegmentSize: 2 << 10, CheckpointBytes: -1, Bug: recovery.BugNoSync}
-	cfg := linConfig{clients: 4, ops: 100, opts: opts, dir: "/data", mem: vfs.NewMem(), crash: true, powerLosses: 8}
+	opts := kv.Options{SegmentSize: 2 << 10, CheckpointBytes: -1}
+	cfg := linConfig{clients: 4, ops: 100, opts: opts, dir: "/data", mem: vfs.NewMem(), crash: true, powerLosses: 8, bug: variant.NoSync}
 	run := runLinearizability(t, cfg, 1)
 	if res := porcupine.CheckOperationsTimeout(linModel, run.history, 5*time.Second); res != porcupine.Illegal {
 		t.Errorf("history with writes lost by a power loss at the end checked %v, want Illegal", res)

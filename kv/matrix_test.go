@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kvstore/kv/internal/variant"
 	"github.com/kvstore/kv/kv"
 	"github.com/kvstore/kv/record"
 	"github.com/kvstore/kv/recovery"
@@ -461,7 +462,7 @@ func memDirWith(tb testing.TB, files map[string][]byte) *vfs.MemFS {
 
 // runCase applies one damage, opens, and checks the outcome against the
 // rules. It returns the outcome, or the problems found.
-func (d *matrixDir) runCase(tb testing.TB, c matrixDamage, bug recovery.Bug) (out matrixOutcome, problems []string) {
+func (d *matrixDir) runCase(tb testing.TB, c matrixDamage, bug variant.Bug) (out matrixOutcome, problems []string) {
 	problem := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
 	defer func() {
 		if r := recover(); r != nil {
@@ -475,7 +476,7 @@ func (d *matrixDir) runCase(tb testing.TB, c matrixDamage, bug recovery.Bug) (ou
 	c.apply(files)
 	fsys := memDirWith(tb, files)
 	before := filesOf(tb, fsys)
-	opts := kv.Options{FS: fsys, SegmentSize: d.segmentSize, CheckpointBytes: -1, Bug: bug}
+	opts := kv.Options{FS: variant.Wrap(fsys, bug), SegmentSize: d.segmentSize, CheckpointBytes: -1}
 	s, err := kv.Open("/data", &opts)
 	if err == nil {
 		got, rev := dumpStore(s), int(s.Revision())
@@ -619,7 +620,7 @@ type matrixResult struct {
 	cut      []string // cases opened with acknowledged records cut
 }
 
-func runMatrix(tb testing.TB, d *matrixDir, cs []matrixDamage, bug recovery.Bug, maxProblems int) matrixResult {
+func runMatrix(tb testing.TB, d *matrixDir, cs []matrixDamage, bug variant.Bug, maxProblems int) matrixResult {
 	res := matrixResult{byKind: map[string]map[matrixOutcome]int{}}
 	for _, c := range cs {
 		res.cases++
@@ -674,7 +675,7 @@ func TestCorruptionMatrix(t *testing.T) {
 	}{{"many segments", manySegments, 2000}, {"one segment", oneSegment, 400}} {
 		t.Run(strings.ReplaceAll(tc.name, " ", "_"), func(t *testing.T) {
 			d := prepareMatrix(t, tc.lay)
-			res := runMatrix(t, d, d.cases(1), recovery.NoBug, 20)
+			res := runMatrix(t, d, d.cases(1), variant.None, 20)
 			t.Logf("prepared: segments %v (newest %s), snapshot covers %s at revision %d, %d operations\n%s",
 				d.segs, d.newest, d.covered, d.snapRev, len(d.ops), res)
 			for _, p := range res.problems {
@@ -726,7 +727,7 @@ func TestLengthFlipNewestSegment(t *testing.T) {
 				}})
 		}
 	}
-	res := runMatrix(t, d, cs, recovery.NoBug, 10)
+	res := runMatrix(t, d, cs, variant.None, 10)
 	for _, p := range res.problems {
 		t.Error(p)
 	}
@@ -788,11 +789,11 @@ func TestLengthFlipNewestSegment(t *testing.T) {
 // directory that a crashed checkpoint leaves.
 func TestCorruptionMatrixCatchesBugs(t *testing.T) {
 	tests := []struct {
-		bug   recovery.Bug
+		bug   variant.Bug
 		kinds []string
 	}{
-		{recovery.BugDoubleApply, []string{"delete", "duplicate"}},
-		{recovery.BugTrustTmp, []string{"stale-tmp"}},
+		{variant.DoubleApply, []string{"delete", "duplicate"}},
+		{variant.TrustTmp, []string{"stale-tmp"}},
 	}
 	d := prepareMatrix(t, manySegments)
 	for _, tc := range tests {

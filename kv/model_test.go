@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/kvstore/kv/internal/variant"
 	"github.com/kvstore/kv/kv"
 	"github.com/kvstore/kv/record"
-	"github.com/kvstore/kv/recovery"
 	"github.com/kvstore/kv/vfs"
 	"pgregory.net/rapid"
 )
@@ -246,6 +246,7 @@ func (m *machine) drawCompare(d drawer) kv.Compare {
 // machine is the store under test and its model.
 type machine struct {
 	opts  kv.Options
+	bug   variant.Bug // a bug variant the store runs with
 	mem   *vfs.MemFS
 	s     *kv.Store
 	model mState
@@ -267,9 +268,13 @@ type coverage struct {
 }
 
 func newMachine(opts kv.Options, cov *coverage) (*machine, error) {
-	m := &machine{opts: opts, mem: vfs.NewMem(), model: mState{Keys: map[string]mEntry{}}, cov: cov}
+	return newMachineBug(opts, variant.None, cov)
+}
+
+func newMachineBug(opts kv.Options, bug variant.Bug, cov *coverage) (*machine, error) {
+	m := &machine{opts: opts, bug: bug, mem: vfs.NewMem(), model: mState{Keys: map[string]mEntry{}}, cov: cov}
 	m.since = []mState{m.model}
-	m.opts.FS = m.mem
+	m.opts.FS = variant.Wrap(m.mem, m.bug)
 	s, err := kv.Open("/data", &m.opts)
 	if err != nil {
 		return nil, err
@@ -650,7 +655,7 @@ func (m *machine) crash(drawer) error {
 	m.cov.checkpoints += int(m.s.Stats().Checkpoints)
 	m.s.Close()
 	m.mem = clone
-	m.opts.FS = clone
+	m.opts.FS = variant.Wrap(clone, m.bug)
 	s, err := kv.Open("/data", &m.opts)
 	if err != nil {
 		m.s = nil
@@ -837,9 +842,9 @@ func forcedLoss(mode kv.SyncMode, cov *coverage) error {
 
 // runRandom runs steps random actions on a fresh machine and returns the
 // first mismatch.
-func runRandom(seed uint64, opts kv.Options, steps int) error {
+func runRandom(seed uint64, opts kv.Options, bug variant.Bug, steps int) error {
 	d := randDrawer{rand.New(rand.NewPCG(seed, 0))}
-	m, err := newMachine(opts, &coverage{})
+	m, err := newMachineBug(opts, bug, &coverage{})
 	if err != nil {
 		return err
 	}
@@ -865,19 +870,17 @@ func runRandom(seed uint64, opts kv.Options, steps int) error {
 func TestModelCatchesBugs(t *testing.T) {
 	const runs, steps = 20, 60
 	opts := kv.Options{SegmentSize: 2 << 10, CheckpointBytes: 8 << 10}
-	for _, bug := range []recovery.Bug{recovery.NoBug, recovery.BugNoSync, recovery.BugDoubleApply} {
+	for _, bug := range []variant.Bug{variant.None, variant.NoSync, variant.DoubleApply} {
 		name := string(bug)
-		if bug == recovery.NoBug {
+		if bug == variant.None {
 			name = "none"
 		}
 		t.Run(name, func(t *testing.T) {
-			o := opts
-			o.Bug = bug
 			caught := 0
 			for seed := range uint64(runs) {
-				err := runRandom(seed, o, steps)
+				err := runRandom(seed, opts, bug, steps)
 				if err != nil {
-					if bug == recovery.NoBug {
+					if bug == variant.None {
 						t.Fatalf("seed %d: %v", seed, err)
 					}
 					if caught == 0 {
@@ -886,7 +889,7 @@ func TestModelCatchesBugs(t *testing.T) {
 					caught++
 				}
 			}
-			if bug != recovery.NoBug && caught == 0 {
+			if bug != variant.None && caught == 0 {
 				t.Errorf("the model caught bug %q in none of %d runs", bug, runs)
 			}
 			t.Logf("%d of %d runs caught it", caught, runs)

@@ -6,7 +6,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/kvstore/kv/recovery"
 	"github.com/kvstore/kv/vfs"
 	"github.com/kvstore/kv/wal"
 )
@@ -109,8 +108,6 @@ type Options struct {
 	// Logger receives the few events worth logging: the recovery summary,
 	// checkpoints, a fail-stop. nil discards them.
 	Logger *slog.Logger
-	// Bug switches on a deliberate defect for the crash checkers' tests.
-	Bug recovery.Bug
 }
 
 // preallocStep is how far ahead of the writer log space is reserved, at
@@ -160,7 +157,6 @@ func (o *Options) walOptions() wal.Options {
 	// A record holds a key and a value and some framing; transactions may
 	// hold more, up to the WAL's own limit.
 	w.MaxRecordSize = max(wal.DefaultMaxRecordSize, 2*(o.maxKey()+o.maxValue())+1024)
-	w = o.Bug.WAL(w)
 	if !o.NoPreallocate {
 		w.Preallocate = preallocStep
 		if o.SegmentSize > 0 {

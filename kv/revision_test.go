@@ -24,7 +24,7 @@ func craftedDir(t *testing.T, rev record.Revision) *vfs.MemFS {
 		t.Fatal(err)
 	}
 	meta := snapshot.Meta{Covered: 0, Revision: rev}
-	if err := snapshot.Write(mem, "/data", meta, func(func(*record.Entry) bool) {}, snapshot.Options{}); err != nil {
+	if err := snapshot.Write(mem, "/data", meta, func(func(*record.Entry) bool) {}); err != nil {
 		t.Fatal(err)
 	}
 	w, err := wal.Create(mem, "/data", 1, wal.Options{})

@@ -111,7 +111,7 @@ func OpenContext(ctx context.Context, dir string, opts *Options) (*Store, error)
 		return nil, err
 	}
 	res, err := recovery.Recover(s.fs, dir, recovery.Options{
-		WAL: o.walOptions(), ReadOnly: o.ReadOnly, Logger: s.log, Bug: o.Bug, DeferCheckpoint: true,
+		WAL: o.walOptions(), ReadOnly: o.ReadOnly, Logger: s.log, DeferCheckpoint: true,
 	})
 	if err != nil {
 		s.unlock()

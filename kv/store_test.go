@@ -11,16 +11,17 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/kvstore/kv/internal/variant"
 	"github.com/kvstore/kv/kv"
-	"github.com/kvstore/kv/recovery"
 	"github.com/kvstore/kv/vfs"
 )
 
 // ackedSurvive writes from several goroutines and, after every
 // acknowledgement, checks that a power loss at that moment keeps it. It
 // returns the number of acknowledged writes a power loss lost.
-func ackedSurvive(t *testing.T, bug recovery.Bug) int {
-	s, fsys := memStore(t, &kv.Options{Bug: bug, SegmentSize: 4 << 10, CheckpointBytes: 16 << 10})
+func ackedSurvive(t *testing.T, bug variant.Bug) int {
+	fsys := vfs.NewMem()
+	s, _ := memStore(t, &kv.Options{FS: variant.Wrap(fsys, bug), SegmentSize: 4 << 10, CheckpointBytes: 16 << 10})
 	var mu sync.Mutex
 	lost := 0
 	var wg sync.WaitGroup
@@ -57,13 +58,13 @@ func ackedSurvive(t *testing.T, bug recovery.Bug) int {
 }
 
 func TestAckAfterDurable(t *testing.T) {
-	if lost := ackedSurvive(t, recovery.NoBug); lost != 0 {
+	if lost := ackedSurvive(t, variant.None); lost != 0 {
 		t.Fatalf("%d acknowledged writes lost by a power loss right after their ack", lost)
 	}
 }
 
 func TestAckAfterDurableCatchesNoSync(t *testing.T) {
-	if lost := ackedSurvive(t, recovery.BugNoSync); lost == 0 {
+	if lost := ackedSurvive(t, variant.NoSync); lost == 0 {
 		t.Fatal("the no-sync bug variant lost nothing: the check cannot fail")
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/kvstore/kv/internal/variant"
 	"github.com/kvstore/kv/record"
 	"github.com/kvstore/kv/recovery"
 	"github.com/kvstore/kv/snapshot"
@@ -118,7 +119,7 @@ func TestTornTailCrashedRecovery(t *testing.T) {
 		t.Run(fmt.Sprintf("DeferCheckpoint=%v", deferred), func(t *testing.T) {
 			// Deferred, the recovery only cuts, seals and starts the next
 			// segment: the kv store's open.
-			outs := crashRecoveries(t, fsys.Clone(), dir, recovery.Options{DeferCheckpoint: deferred}, 2, "")
+			outs := crashRecoveries(t, fsys.Clone(), dir, recovery.Options{DeferCheckpoint: deferred}, variant.None, 2, "")
 			checkOutcomes(t, outs, mapAfter(t, ops, len(ops)-1))
 		})
 	}

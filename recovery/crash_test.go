@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/kvstore/kv/internal/variant"
 	"github.com/kvstore/kv/recovery"
 	"github.com/kvstore/kv/vfs"
 )
@@ -23,13 +24,13 @@ type outcome struct {
 // keeps nothing unsynced). With depth > 1 the recovery of each state is
 // itself crashed the same way. It returns the outcome of the final
 // recovery of every state.
-func crashRecoveries(tb testing.TB, fsys *vfs.MemFS, dir string, opts recovery.Options, depth int, prefix string) []outcome {
+func crashRecoveries(tb testing.TB, fsys *vfs.MemFS, dir string, opts recovery.Options, bug variant.Bug, depth int, prefix string) []outcome {
 	tb.Helper()
 	var outs []outcome
 	for budget := 0; ; budget++ {
 		base := fsys.Clone()
 		cfs := &crashFS{FS: base, budget: budget}
-		res, err := recovery.Recover(cfs, dir, opts)
+		res, err := recovery.Recover(variant.Wrap(cfs, bug), dir, opts)
 		finished := err == nil
 		if finished {
 			res.Writer.Close()
@@ -47,18 +48,18 @@ func crashRecoveries(tb testing.TB, fsys *vfs.MemFS, dir string, opts recovery.O
 		for _, st := range states {
 			name := fmt.Sprintf("%s%s crash after op %d", prefix, st.name, budget)
 			if depth > 1 {
-				outs = append(outs, crashRecoveries(tb, st.fs, dir, opts, depth-1, name+", then ")...)
+				outs = append(outs, crashRecoveries(tb, st.fs, dir, opts, bug, depth-1, name+", then ")...)
 				continue
 			}
 			o := outcome{state: name}
-			res, err := recovery.Recover(st.fs, dir, opts)
+			res, err := recovery.Recover(variant.Wrap(st.fs, bug), dir, opts)
 			if err != nil {
 				o.err = err
 			} else {
 				o.got = dump(res.Map)
 				res.Writer.Close()
 				// Recovering again changes nothing.
-				res2, err := recovery.Recover(st.fs, dir, opts)
+				res2, err := recovery.Recover(variant.Wrap(st.fs, bug), dir, opts)
 				if err != nil {
 					o.err = fmt.Errorf("second recovery: %w", err)
 				} else {
@@ -105,7 +106,7 @@ func checkOutcomes(t *testing.T, outs []outcome, want map[string]string) {
 func TestRecoveryCrashIdempotent(t *testing.T) {
 	fsys, dir := newDir(t)
 	writeLog(t, fsys, dir, 1, 1, articleOps())
-	outs := crashRecoveries(t, fsys, dir, recovery.Options{}, 2, "")
+	outs := crashRecoveries(t, fsys, dir, recovery.Options{}, variant.None, 2, "")
 	checkOutcomes(t, outs, articleWant)
 	t.Logf("%d crash states checked", len(outs))
 }
@@ -116,7 +117,7 @@ func TestRecoveryCrashIdempotent(t *testing.T) {
 func TestDoubleApplyBugIsCaught(t *testing.T) {
 	fsys, dir := newDir(t)
 	writeLog(t, fsys, dir, 1, 1, articleOps())
-	outs := crashRecoveries(t, fsys, dir, recovery.Options{Bug: recovery.BugDoubleApply}, 1, "")
+	outs := crashRecoveries(t, fsys, dir, recovery.Options{}, variant.DoubleApply, 1, "")
 	doubled := map[string]string{"c": "110", "d": "14", "k1": "v1", "k2": "v2", "k4": "v4", "k5": "v5"}
 	n := 0
 	for _, o := range outs {

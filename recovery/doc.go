@@ -21,9 +21,12 @@
 //
 // # Bug variants
 //
-// Options.Bug switches on a deliberate defect, so that the crash checkers
-// can be shown to catch it: BugDoubleApply writes 0 as the covered segment,
-// the article's one-line bug.
+// The crash checkers' deliberate defects (internal/variant) reach this
+// package through its file system: a variant-carrying file system (only
+// the module's own tests and kv crashsim/killtest --bug can make one)
+// turns on the branches that ask variant.Of, such as double-apply, which
+// writes 0 as the covered segment: the article's one-line bug. A build
+// with -tags kvrelease compiles them away.
 //
 // # Usage
 //

@@ -4,11 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"iter"
 	"log/slog"
 	"path"
 	"strings"
 	"time"
 
+	"github.com/kvstore/kv/internal/variant"
 	"github.com/kvstore/kv/record"
 	"github.com/kvstore/kv/snapshot"
 	"github.com/kvstore/kv/vfs"
@@ -28,8 +30,6 @@ type Options struct {
 	ReadOnly bool
 	// Logger receives a summary of the recovery; nil discards it.
 	Logger *slog.Logger
-	// Bug switches on a deliberate defect for the checkers' tests.
-	Bug Bug
 	// DeferCheckpoint leaves the checkpoint that ends a recovery to the
 	// caller, as the kv store does, which writes it in the background
 	// while it serves: Recover then still cuts and seals a torn or sealed
@@ -105,8 +105,8 @@ func recoverOnce(fsys vfs.FS, dir string, opts Options) (*Result, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	lax := opts.Bug == BugDoubleApply
-	opts.WAL = opts.Bug.WAL(opts.WAL)
+	bug := variant.Of(fsys)
+	lax := bug == variant.DoubleApply
 	res := &Result{Map: record.NewMap()}
 	m := res.Map
 	// Loading and replaying need point lookups only: the ordered tree is
@@ -124,7 +124,7 @@ func recoverOnce(fsys vfs.FS, dir string, opts Options) (*Result, error) {
 			hasTmp = true
 		}
 	}
-	if hasTmp && opts.Bug == BugTrustTmp && !opts.ReadOnly {
+	if hasTmp && bug == variant.TrustTmp && !opts.ReadOnly {
 		if err := fsys.Rename(path.Join(dir, snapshot.TmpName), path.Join(dir, snapshot.Name)); err != nil {
 			return nil, err
 		}
@@ -311,7 +311,7 @@ func sealAndNext(fsys vfs.FS, dir string, opts Options, last wal.SegmentInfo) (*
 	// segment that is no longer the newest and call it corruption.
 	// A seal found already in place is synced too: it may be only in the
 	// page cache of the crashed process that wrote it.
-	if opts.Bug != BugTornAsCorrupt || last.Sealed {
+	if variant.Of(fsys) != variant.TornAsCorrupt || last.Sealed {
 		if err := wal.SealTail(fsys, dir, last); err != nil {
 			return nil, err
 		}
@@ -329,43 +329,63 @@ func checkpoint(fsys vfs.FS, dir string, opts Options, res *Result, last wal.Seg
 	if err != nil {
 		return err
 	}
-	// 6c. The snapshot, published durably; its first record says which
-	// segment it covers, so that coverage and contents become durable in
-	// one rename.
+	// 6c and 6d, as a running store's checkpoint does them.
 	meta := snapshot.Meta{Covered: last.Segment, Revision: res.Map.Revision(), Count: uint64(res.Map.Len())}
-	if opts.Bug == BugDoubleApply {
-		meta.Covered = 0
-	}
-	deleteReplayed := func() error {
-		for s := res.Snapshot.Covered + 1; s <= last.Segment; s++ {
-			if err := fsys.Remove(wal.SegmentPath(dir, s)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return err
-			}
-			res.Deleted = append(res.Deleted, s)
-		}
-		return nil
-	}
-	if opts.Bug == BugUnlinkEarly {
-		if err := deleteReplayed(); err != nil {
-			w.Close()
-			return err
-		}
-	}
-	if err := snapshot.Write(fsys, dir, meta, res.Map.All(nil, nil), opts.Bug.Snapshot()); err != nil {
+	res.Deleted, err = WriteCheckpoint(fsys, dir, meta, res.Map.All(nil, nil), res.Snapshot.Covered+1)
+	if err != nil {
 		w.Close()
 		return err
-	}
-	// 6d. Delete the replayed segments: the snapshot covering them is
-	// durable (snapshot.Write synced the directory).
-	if opts.Bug != BugUnlinkEarly {
-		if err := deleteReplayed(); err != nil {
-			w.Close()
-			return err
-		}
 	}
 	res.Writer = w
 	res.Checkpointed = true
 	return nil
+}
+
+// WriteCheckpoint is FORMAT.md's checkpoint once the log has rotated (the
+// segment meta.Covered is sealed and its successor exists durably): it
+// publishes a snapshot of entries with meta as its first record, durable
+// when Write returns (snapshot.tmp, fdatasync, rename, directory fsync),
+// and only then deletes the segments it covers from first on, and
+// returns them. A segment already gone (a checkpoint before removed it)
+// is not an error; a failure to delete one is returned after the others
+// were tried: the snapshot covers them all, so each may go on its own,
+// and what is left is deleted by the next recovery (step 5). Recovery's
+// checkpoint and the store's background checkpoint both call it.
+func WriteCheckpoint(fsys vfs.FS, dir string, meta snapshot.Meta, entries iter.Seq[*record.Entry], first wal.SegmentNum) ([]wal.SegmentNum, error) {
+	bug := variant.Of(fsys)
+	covered := meta.Covered
+	if bug == variant.DoubleApply {
+		meta.Covered = 0 // the article's defect: a snapshot that does not say what it covers
+	}
+	var deleted []wal.SegmentNum
+	deleteCovered := func() error {
+		var first1 error
+		for s := first; s <= covered; s++ {
+			// Safe: the snapshot that covers s is durable (or, under the
+			// unlink-early variant, is about to be written: the defect).
+			err := fsys.Remove(wal.SegmentPath(dir, s))
+			switch {
+			case err == nil:
+				deleted = append(deleted, s)
+			case errors.Is(err, fs.ErrNotExist):
+			case first1 == nil:
+				first1 = err
+			}
+		}
+		return first1
+	}
+	if bug == variant.UnlinkEarly {
+		if err := deleteCovered(); err != nil {
+			return deleted, err
+		}
+	}
+	if err := snapshot.Write(fsys, dir, meta, entries); err != nil {
+		return deleted, err
+	}
+	if bug == variant.UnlinkEarly {
+		return deleted, nil
+	}
+	return deleted, deleteCovered()
 }
 
 func syncFile(fsys vfs.FS, name string) error {
@@ -401,7 +421,7 @@ func logSummary(log *slog.Logger, dir string, res *Result) {
 // checked (decoded, its revision the next) when read, and applied later.
 type replayer struct {
 	m       *record.Map
-	lax     bool            // BugDoubleApply: revisions are not checked
+	lax     bool            // the double-apply variant: revisions are not checked
 	rev     record.Revision // of the last record read
 	ring    [replayAhead]pendingRecord
 	head, n int

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/kvstore/kv/internal/variant"
 	"github.com/kvstore/kv/record"
 	"github.com/kvstore/kv/recovery"
 	"github.com/kvstore/kv/snapshot"
@@ -135,11 +136,11 @@ func TestReadOnlyWritesNothing(t *testing.T) {
 
 func TestParseBug(t *testing.T) {
 	for _, s := range []string{"", "none", "double-apply"} {
-		if _, err := recovery.ParseBug(s); err != nil {
+		if _, err := variant.Parse(s); err != nil {
 			t.Errorf("ParseBug(%q): %v", s, err)
 		}
 	}
-	if _, err := recovery.ParseBug("nope"); err == nil {
+	if _, err := variant.Parse("nope"); err == nil {
 		t.Error("ParseBug(nope) succeeded")
 	}
 }
@@ -151,7 +152,7 @@ func TestParseBug(t *testing.T) {
 func TestRevisionPastMaxRefused(t *testing.T) {
 	fsys, dir := newDir(t)
 	meta := snapshot.Meta{Covered: 0, Revision: record.MaxRevision}
-	if err := snapshot.Write(fsys, dir, meta, func(func(*record.Entry) bool) {}, snapshot.Options{}); err != nil {
+	if err := snapshot.Write(fsys, dir, meta, func(func(*record.Entry) bool) {}); err != nil {
 		t.Fatal(err)
 	}
 	writeLog(t, fsys, dir, 1, record.MaxRevision+1, articleOps()[:1])

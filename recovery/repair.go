@@ -339,7 +339,7 @@ func planSnapshot(fsys vfs.FS, dir string, rep *Report, p *RepairPlan) (*RepairP
 	if first > 1 {
 		meta := snapshot.Meta{Covered: first - 1, Revision: base}
 		p.add(fmt.Sprintf("write an empty snapshot covering %s at revision %d", wal.SegmentName(first-1), base), func(fsys vfs.FS) error {
-			return snapshot.Write(fsys, dir, meta, func(func(*record.Entry) bool) {}, snapshot.Options{})
+			return snapshot.Write(fsys, dir, meta, func(func(*record.Entry) bool) {})
 		})
 	}
 	p.add("sync "+dir, func(fsys vfs.FS) error { return vfs.SyncDir(fsys, dir) })
@@ -495,7 +495,7 @@ func copyFile(fsys vfs.FS, from, to string) error {
 	if err != nil {
 		return err
 	}
-	return vfs.Publish(fsys, path.Dir(to), path.Base(to), vfs.PublishOptions{}, func(w io.Writer) error {
+	return vfs.Publish(fsys, path.Dir(to), path.Base(to), func(w io.Writer) error {
 		if _, err := io.Copy(w, io.NewSectionReader(src, 0, fi.Size())); err != nil {
 			return fmt.Errorf("recovery: copy %s to %s: %w", from, to, err)
 		}

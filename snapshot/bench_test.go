@@ -61,7 +61,7 @@ func BenchmarkWrite(b *testing.B) {
 			b.SetBytes(size)
 			b.ReportAllocs()
 			for b.Loop() {
-				if err := snapshot.Write(fsys, "d", meta, m.All(nil, nil), snapshot.Options{}); err != nil {
+				if err := snapshot.Write(fsys, "d", meta, m.All(nil, nil)); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -74,7 +74,7 @@ func BenchmarkRead(b *testing.B) {
 		b.Run(fmt.Sprintf("entries=%d", n), func(b *testing.B) {
 			m, meta, size := benchMap(b, n)
 			fsys := benchFS(b)
-			if err := snapshot.Write(fsys, "d", meta, m.All(nil, nil), snapshot.Options{}); err != nil {
+			if err := snapshot.Write(fsys, "d", meta, m.All(nil, nil)); err != nil {
 				b.Fatal(err)
 			}
 			b.SetBytes(size)

@@ -19,6 +19,6 @@
 //
 // # Usage
 //
-//	err := snapshot.Write(fsys, dir, snapshot.Meta{Covered: 3, Revision: rev, Count: n}, m.All(nil, nil), snapshot.Options{})
+//	err := snapshot.Write(fsys, dir, snapshot.Meta{Covered: 3, Revision: rev, Count: n}, m.All(nil, nil))
 //	err = snapshot.Read(fsys, dir, func(m snapshot.Meta) error {...}, func(e *record.Entry) error {...})
 package snapshot

@@ -66,18 +66,12 @@ type Meta struct {
 	Count uint64
 }
 
-// Options modify Write. The zero value is the correct protocol.
-type Options struct {
-	// Publish carries bug variants of the durable-rename protocol.
-	Publish vfs.PublishOptions
-}
-
 // Write publishes a snapshot in dir: it writes meta and then entries to
 // snapshot.tmp, syncs it, renames it to snapshot and syncs dir (see
 // vfs.Publish). entries must yield exactly meta.Count entries in key
 // order. When Write returns nil the snapshot is durable.
-func Write(fsys vfs.FS, dir string, meta Meta, entries iter.Seq[*record.Entry], opts Options) error {
-	return vfs.Publish(fsys, dir, Name, opts.Publish, func(w io.Writer) error {
+func Write(fsys vfs.FS, dir string, meta Meta, entries iter.Seq[*record.Entry]) error {
+	return vfs.Publish(fsys, dir, Name, func(w io.Writer) error {
 		return Encode(w, meta, entries)
 	})
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/kvstore/kv/internal/variant"
 	"github.com/kvstore/kv/record"
 	"github.com/kvstore/kv/snapshot"
 	"github.com/kvstore/kv/vfs"
@@ -79,7 +80,7 @@ func TestRoundtrip(t *testing.T) {
 				fsys, dir := fsc.new(t)
 				m := newMap(tc.entries, tc.rev)
 				meta := snapshot.Meta{Covered: wal.SegmentNum(tc.covered), Revision: m.Revision(), Count: uint64(m.Len())}
-				if err := snapshot.Write(fsys, dir, meta, m.All(nil, nil), snapshot.Options{}); err != nil {
+				if err := snapshot.Write(fsys, dir, meta, m.All(nil, nil)); err != nil {
 					t.Fatalf("Write: %v", err)
 				}
 				names, err := fsys.List(dir)
@@ -130,15 +131,15 @@ func TestWriteIsDurable(t *testing.T) {
 	meta := snapshot.Meta{Covered: 3, Revision: 50, Count: uint64(len(entries))}
 	tests := []struct {
 		name    string
-		opts    snapshot.Options
+		bug     variant.Bug
 		old     bool // a durable snapshot exists before
 		wantErr error
 		want    decoded // after a power loss right after Write
 	}{
 		{name: "first", want: decoded{meta, entries}},
 		{name: "replace", old: true, want: decoded{meta, entries}},
-		{name: "bug: skip directory sync, first", opts: snapshot.Options{Publish: vfs.PublishOptions{SkipDirSync: true}}, wantErr: fs.ErrNotExist},
-		{name: "bug: skip directory sync, replace", opts: snapshot.Options{Publish: vfs.PublishOptions{SkipDirSync: true}}, old: true, want: decoded{snapshot.Meta{Covered: 1, Revision: 1, Count: 1}, []*record.Entry{entry("old", "", 1, 1, 1)}}},
+		{name: "bug: skip directory sync, first", bug: variant.NoDirSync, wantErr: fs.ErrNotExist},
+		{name: "bug: skip directory sync, replace", bug: variant.NoDirSync, old: true, want: decoded{snapshot.Meta{Covered: 1, Revision: 1, Count: 1}, []*record.Entry{entry("old", "", 1, 1, 1)}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -148,11 +149,11 @@ func TestWriteIsDurable(t *testing.T) {
 			}
 			if tc.old {
 				old := []*record.Entry{entry("old", "", 1, 1, 1)}
-				if err := snapshot.Write(m, "d", snapshot.Meta{Covered: 1, Revision: 1, Count: 1}, slices.Values(old), snapshot.Options{}); err != nil {
+				if err := snapshot.Write(m, "d", snapshot.Meta{Covered: 1, Revision: 1, Count: 1}, slices.Values(old)); err != nil {
 					t.Fatal(err)
 				}
 			}
-			if err := snapshot.Write(m, "d", meta, slices.Values(entries), tc.opts); err != nil {
+			if err := snapshot.Write(variant.Wrap(m, tc.bug), "d", meta, slices.Values(entries)); err != nil {
 				t.Fatal(err)
 			}
 			got, err := read(m.CrashClone(), "d")
@@ -191,11 +192,11 @@ func TestWriteCountMismatch(t *testing.T) {
 	}
 	old := []*record.Entry{entry("old", "v", 1, 1, 1)}
 	oldMeta := snapshot.Meta{Covered: 1, Revision: 1, Count: 1}
-	if err := snapshot.Write(m, "d", oldMeta, slices.Values(old), snapshot.Options{}); err != nil {
+	if err := snapshot.Write(m, "d", oldMeta, slices.Values(old)); err != nil {
 		t.Fatal(err)
 	}
 	entries := variedEntries()
-	if err := snapshot.Write(m, "d", snapshot.Meta{Covered: 2, Revision: 100, Count: 3}, slices.Values(entries), snapshot.Options{}); err == nil {
+	if err := snapshot.Write(m, "d", snapshot.Meta{Covered: 2, Revision: 100, Count: 3}, slices.Values(entries)); err == nil {
 		t.Fatal("Write with a wrong meta.Count succeeded")
 	}
 	names, err := m.List("d")

@@ -80,7 +80,7 @@ func TestInjectFailsMatchingOps(t *testing.T) {
 				kinds = append(kinds, op.Kind)
 				return tc.rule(op)
 			}}
-			err := vfs.Publish(in, "d", "snap", vfs.PublishOptions{}, writeString("new"))
+			err := vfs.Publish(in, "d", "snap", writeString("new"))
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("Publish = %v, want error %v", err, tc.wantErr)
 			}
@@ -152,7 +152,7 @@ func TestCrashAfter(t *testing.T) {
 		durable(t, m, "d/snap", "old")
 		rule, crashed := vfs.CrashAfter(n, errInjected)
 		in := &vfs.Inject{FS: m, Rule: rule}
-		err := vfs.Publish(in, "d", "snap", vfs.PublishOptions{}, writeString("new"))
+		err := vfs.Publish(in, "d", "snap", writeString("new"))
 		if !crashed() {
 			if err != nil {
 				t.Fatalf("n=%d: Publish without a crash = %v", n, err)

@@ -23,30 +23,13 @@ func SyncDir(fsys FS, dir string) error {
 	return err
 }
 
-// PublishOptions modify Publish for bug variants; the zero value is the
-// correct protocol.
-type PublishOptions struct {
-	// SkipFileSync leaves out the sync of the temporary file before the
-	// rename (a bug variant: the name can survive a power loss with
-	// missing data).
-	SkipFileSync bool
-	// SkipDirSync leaves out the directory sync after the rename (a bug
-	// variant: the rename can be lost by a power loss after the caller
-	// relied on it).
-	SkipDirSync bool
-	// RenameBeforeSync renames the temporary file into place before it
-	// syncs it (a bug variant: a power loss between the two can leave the
-	// final name with missing data).
-	RenameBeforeSync bool
-}
-
 // Publish atomically replaces dir/name with the bytes that write produces:
 // it removes a stale dir/name.tmp, creates dir/name.tmp afresh, calls write
 // with a buffered writer on it, syncs it, renames it to dir/name and syncs
 // dir. When Publish returns nil the new contents are durable under
 // dir/name; after a crash at any point dir/name holds either its old or
 // its new contents, never a mix.
-func Publish(fsys FS, dir, name string, opts PublishOptions, write func(w io.Writer) error) error {
+func Publish(fsys FS, dir, name string, write func(w io.Writer) error) error {
 	final := path.Join(dir, name)
 	tmp := final + ".tmp"
 	// A stale tmp from a crashed writer is never trusted; Create needs the
@@ -73,30 +56,18 @@ func Publish(fsys FS, dir, name string, opts PublishOptions, write func(w io.Wri
 	if err := bw.Flush(); err != nil {
 		return fmt.Errorf("vfs: write %s: %w", tmp, err)
 	}
-	if opts.RenameBeforeSync {
-		if err := fsys.Rename(tmp, final); err != nil {
-			return err
-		}
-	}
-	if !opts.SkipFileSync {
-		// The data must be durable before the name points at it, or a
-		// power loss could leave the final name with missing data.
-		if err := f.Sync(); err != nil {
-			return err
-		}
+	// The data must be durable before the name points at it, or a power
+	// loss could leave the final name with missing data.
+	if err := f.Sync(); err != nil {
+		return err
 	}
 	ok = true
 	if err := f.Close(); err != nil {
 		return err
 	}
-	if !opts.RenameBeforeSync {
-		// The rename is the atomic switch from old to new contents.
-		if err := fsys.Rename(tmp, final); err != nil {
-			return err
-		}
-	}
-	if opts.SkipDirSync {
-		return nil
+	// The rename is the atomic switch from old to new contents.
+	if err := fsys.Rename(tmp, final); err != nil {
+		return err
 	}
 	// The rename is durable only once the directory is synced; callers
 	// rely on the new file (and delete what it replaces) after we return.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/kvstore/kv/internal/variant"
 	"github.com/kvstore/kv/vfs"
 )
 
@@ -107,7 +108,7 @@ func TestPublish(t *testing.T) {
 					for name, data := range tc.before {
 						writeFile(t, fsys, path.Join(dir, name), []byte(data))
 					}
-					err := vfs.Publish(fsys, dir, "snap", vfs.PublishOptions{}, tc.write)
+					err := vfs.Publish(fsys, dir, "snap", tc.write)
 					if !errors.Is(err, tc.wantErr) {
 						t.Fatalf("Publish = %v, want %v", err, tc.wantErr)
 					}
@@ -130,7 +131,7 @@ func TestPublishCrash(t *testing.T) {
 	tests := []struct {
 		name      string
 		old       string // durable contents before; "" for no file
-		opts      vfs.PublishOptions
+		bug       variant.Bug
 		wantCrash map[string]string
 	}{
 		{
@@ -145,19 +146,19 @@ func TestPublishCrash(t *testing.T) {
 		{
 			name:      "replace without directory sync keeps the old file",
 			old:       "old",
-			opts:      vfs.PublishOptions{SkipDirSync: true},
+			bug:       variant.NoDirSync,
 			wantCrash: map[string]string{"d/": "", "d/snap": "old"},
 		},
 		{
 			name:      "first publish without directory sync leaves nothing",
-			opts:      vfs.PublishOptions{SkipDirSync: true},
+			bug:       variant.NoDirSync,
 			wantCrash: map[string]string{"d/": ""},
 		},
 		{
-			name:      "replace without file sync leaves the name with no data",
+			name:      "replace with the sync after the rename: it makes the data durable, late",
 			old:       "old",
-			opts:      vfs.PublishOptions{SkipFileSync: true},
-			wantCrash: map[string]string{"d/": "", "d/snap": ""},
+			bug:       variant.RenameBeforeFsync,
+			wantCrash: map[string]string{"d/": "", "d/snap": "new"},
 		},
 	}
 	for _, tc := range tests {
@@ -166,7 +167,7 @@ func TestPublishCrash(t *testing.T) {
 			if tc.old != "" {
 				durable(t, m, "d/snap", tc.old)
 			}
-			if err := vfs.Publish(m, "d", "snap", tc.opts, writeString("new")); err != nil {
+			if err := vfs.Publish(variant.Wrap(m, tc.bug), "d", "snap", writeString("new")); err != nil {
 				t.Fatal(err)
 			}
 			if diff := cmp.Diff(tc.wantCrash, dump(t, m.CrashClone(), ".")); diff != "" {
@@ -255,7 +256,7 @@ func (f crashFile) Close() error {
 // crashes it after every operation. It returns what went wrong: a crash
 // state where d/snap is neither old nor new, or a power loss right after
 // Publish returned that loses the new contents.
-func checkPublishAtomic(t testing.TB, opts vfs.PublishOptions) []string {
+func checkPublishAtomic(t testing.TB, bug variant.Bug) []string {
 	t.Helper()
 	m := newMem(t)
 	durable(t, m, "d/snap", "old")
@@ -271,7 +272,7 @@ func checkPublishAtomic(t testing.TB, opts vfs.PublishOptions) []string {
 			states = append(states, string(b))
 		}
 	}}
-	if err := vfs.Publish(c, "d", "snap", opts, writeString("new")); err != nil {
+	if err := vfs.Publish(variant.Wrap(c, bug), "d", "snap", writeString("new")); err != nil {
 		t.Fatal(err)
 	}
 	if len(states) < 5 {
@@ -291,20 +292,23 @@ func checkPublishAtomic(t testing.TB, opts vfs.PublishOptions) []string {
 
 // TestPublishAtomicAtEveryCrashPoint checks the promise of Publish (old or
 // new contents after a crash at any point, new ones once it returns) and
-// that the check catches both bug variants.
+// that the check catches the directory sync left out. (The
+// rename-before-fsync variant it cannot catch: a MemFS crash clone keeps
+// no rename that a directory sync did not make durable, so the window
+// between the rename and the late sync never shows here; the crash
+// simulator's machine model, which may keep an unsynced rename, does.)
 func TestPublishAtomicAtEveryCrashPoint(t *testing.T) {
 	tests := []struct {
 		name    string
-		opts    vfs.PublishOptions
+		bug     variant.Bug
 		wantBad bool
 	}{
-		{"correct protocol", vfs.PublishOptions{}, false},
-		{"bug: skip file sync", vfs.PublishOptions{SkipFileSync: true}, true},
-		{"bug: skip directory sync", vfs.PublishOptions{SkipDirSync: true}, true},
+		{"correct protocol", variant.None, false},
+		{"bug: skip directory sync", variant.NoDirSync, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			bad := checkPublishAtomic(t, tc.opts)
+			bad := checkPublishAtomic(t, tc.bug)
 			if got := len(bad) > 0; got != tc.wantBad {
 				t.Errorf("check found problems = %v, want %v:\n%s", got, tc.wantBad, strings.Join(bad, "\n"))
 			}
@@ -317,7 +321,7 @@ func TestPublishAtomicAtEveryCrashPoint(t *testing.T) {
 func TestPublishLargeCrash(t *testing.T) {
 	m := newMem(t)
 	data := bytes.Repeat([]byte{0xA5, 0x5A, 0}, 300_000)
-	err := vfs.Publish(m, "d", "snap", vfs.PublishOptions{}, func(w io.Writer) error {
+	err := vfs.Publish(m, "d", "snap", func(w io.Writer) error {
 		_, err := w.Write(data)
 		return err
 	})

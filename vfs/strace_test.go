@@ -105,7 +105,7 @@ func syncChild(t *testing.T, dir string) {
 	if err := vfs.SyncDir(fsys, dir); err != nil {
 		t.Fatal(err)
 	}
-	err = vfs.Publish(fsys, dir, "pub", vfs.PublishOptions{}, func(w io.Writer) error {
+	err = vfs.Publish(fsys, dir, "pub", func(w io.Writer) error {
 		_, err := w.Write([]byte("published"))
 		return err
 	})

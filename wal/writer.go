@@ -22,15 +22,6 @@ type Options struct {
 	// that a sync of records appended within it writes neither the file
 	// size nor an extent conversion: data alone. 0 disables it.
 	Preallocate int64
-	// SkipDirSync leaves out the directory sync after a new segment is
-	// created (a bug variant: a power loss can take the segment, and the
-	// acknowledged records in it, away).
-	SkipDirSync bool
-	// RetryFailedSync makes Sync retry a failed fdatasync once and go on
-	// as if the records were durable when the retry returns nil (a bug
-	// variant: after a failed fdatasync the kernel may have dropped the
-	// dirty pages, and the retry "succeeds" without them).
-	RetryFailedSync bool
 
 	// salt, when set, chooses the salt of every segment created (tests
 	// that compare bytes with a golden file need the same salt each run).
@@ -235,9 +226,6 @@ func (w *Writer) create(seg SegmentNum) error {
 	}
 	// The header vouches for itself: no mark need say it is durable.
 	w.synced, w.dataEnd, w.claimed = w.off, w.off, w.off
-	if w.opts.SkipDirSync {
-		return nil
-	}
 	// The new name must be durable before any record in the segment is
 	// acknowledged; syncing the directory now does it once per segment.
 	return vfs.SyncDir(w.fsys, w.dir)
@@ -246,7 +234,7 @@ func (w *Writer) create(seg SegmentNum) error {
 // Salter is implemented by a file system that chooses the salts of the
 // segments created in it: a simulation does, so that its runs are
 // repeatable. Every other file system leaves salts to the Writer, which
-// draws them at random.
+// draws them at random; so does one whose NewSalt returns 0.
 type Salter interface {
 	NewSalt() uint64
 }
@@ -255,7 +243,9 @@ type Salter interface {
 func (w *Writer) writeHeader() error {
 	salt := newSalt()
 	if s, ok := w.fsys.(Salter); ok {
-		salt = s.NewSalt()
+		if v := s.NewSalt(); v != 0 {
+			salt = v
+		}
 	}
 	if w.opts.salt != nil {
 		salt = w.opts.salt()
@@ -400,9 +390,6 @@ func (w *Writer) Sync() error {
 	// The records' durability is the acknowledgement: nothing may be
 	// acknowledged before this returns.
 	err := f.Sync()
-	if err != nil && w.opts.RetryFailedSync {
-		err = f.Sync() // the bug variant
-	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if err != nil {

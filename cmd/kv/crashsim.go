@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/kvstore/kv/internal/variant"
 	"github.com/kvstore/kv/killtest"
-	"github.com/kvstore/kv/recovery"
 	"github.com/spf13/cobra"
 )
 
@@ -118,7 +118,7 @@ Exit status 0 when no state is bad, 1 otherwise.`,
 
 func (o *crashsimOpts) config(g *globalOpts) (killtest.Config, error) {
 	cfg := killtest.Config{Seed: o.seed, MaxStates: o.maxStates, Pessimistic: o.samples, NoNested: o.noNested}
-	bug, err := recovery.ParseBug(g.bug)
+	bug, err := variant.Parse(g.bug)
 	if err != nil {
 		return cfg, usageError{err}
 	}

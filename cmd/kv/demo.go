@@ -8,9 +8,9 @@ import (
 	"path"
 	"strings"
 
+	"github.com/kvstore/kv/internal/variant"
 	"github.com/kvstore/kv/killtest"
 	"github.com/kvstore/kv/kv"
-	"github.com/kvstore/kv/recovery"
 	"github.com/kvstore/kv/snapshot"
 	"github.com/kvstore/kv/vfs"
 	"github.com/spf13/cobra"
@@ -87,7 +87,7 @@ var errDemoCrash = errors.New("demo: the process is killed here")
 // crashedRecovery recovers dir through a file system that dies right after
 // the snapshot's rename, as a SIGKILL there would, and returns the files
 // the crash left.
-func crashedRecovery(dir string, bug recovery.Bug) error {
+func crashedRecovery(dir string, bug variant.Bug) error {
 	dead := false
 	in := &vfs.Inject{FS: vfs.OS, Rule: func(op vfs.Op) error {
 		if dead {
@@ -98,7 +98,7 @@ func crashedRecovery(dir string, bug recovery.Bug) error {
 		}
 		return nil
 	}}
-	s, err := kv.Open(dir, &kv.Options{FS: in, Bug: bug})
+	s, err := kv.Open(dir, &kv.Options{FS: variant.Wrap(in, bug)})
 	if err != nil {
 		if dead && errors.Is(err, errDemoCrash) {
 			return nil
@@ -149,13 +149,13 @@ func demo(w io.Writer, keep bool) error {
 	say("   replayed %d records in %v; files now: %s", st.RecoveryReplayed, st.RecoveryTime.Round(1000), listing(dir))
 	say("   map: %s", want)
 
-	for _, bug := range []recovery.Bug{recovery.NoBug, recovery.BugDoubleApply} {
+	for _, bug := range []variant.Bug{variant.None, variant.DoubleApply} {
 		name := "the correct store"
-		if bug != recovery.NoBug {
+		if bug != variant.None {
 			name = "the --bug " + string(bug) + " variant (its snapshot says it covers segment 0)"
 		}
 		dir := path.Join(root, "crash-"+strings.TrimPrefix(string(bug)+"-", "-")+"data")
-		say("== 3%s. %s: kill a recovery right after 'rename snapshot.tmp -> snapshot'", map[bool]string{true: "a", false: "b"}[bug == recovery.NoBug], name)
+		say("== 3%s. %s: kill a recovery right after 'rename snapshot.tmp -> snapshot'", map[bool]string{true: "a", false: "b"}[bug == variant.None], name)
 		if err := loadArticle(dir); err != nil {
 			return err
 		}
@@ -163,7 +163,7 @@ func demo(w io.Writer, keep bool) error {
 			return err
 		}
 		say("   killed; files left: %s", listing(dir))
-		s, err := kv.Open(dir, &kv.Options{Bug: bug})
+		s, err := kv.Open(dir, &kv.Options{FS: variant.Wrap(vfs.OS, bug)})
 		if err != nil {
 			return err
 		}

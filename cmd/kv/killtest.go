@@ -8,8 +8,8 @@ import (
 	"os/signal"
 	"time"
 
+	"github.com/kvstore/kv/internal/variant"
 	"github.com/kvstore/kv/killtest"
-	"github.com/kvstore/kv/recovery"
 	"github.com/spf13/cobra"
 )
 
@@ -168,7 +168,7 @@ func (o *killtestOpts) run(cmd *cobra.Command, g *globalOpts, what string,
 	if err != nil {
 		return err
 	}
-	if _, err := recovery.ParseBug(g.bug); err != nil {
+	if _, err := variant.Parse(g.bug); err != nil {
 		return usageError{err}
 	}
 	w := cmd.OutOrStdout()

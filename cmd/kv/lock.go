@@ -102,7 +102,9 @@ func lockerOptions(g *globalOpts, stale time.Duration, slots int, strategy strin
 	if g.checkpointBytes != "" {
 		so.CheckpointBytes = o.CheckpointBytes
 	}
-	so.Bug = o.Bug
+	if o.FS != nil {
+		so.FS = o.FS // a bug variant
+	}
 	return []filelock.Option{
 		filelock.WithStrategy(st), filelock.WithStaleAfter(stale), filelock.WithSlots(slots), filelock.WithStoreOptions(so),
 	}, nil

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/kvstore/kv/internal/variant"
 	"github.com/kvstore/kv/kv"
 	"github.com/kvstore/kv/recovery"
 	"github.com/kvstore/kv/vfs"
@@ -265,8 +266,14 @@ func (g *globalOpts) storeOptions(readOnly bool) (*kv.Options, error) {
 	default:
 		return nil, usagef("--sync: %q is not one of always, interval, never", g.sync)
 	}
-	if o.Bug, err = recovery.ParseBug(g.bug); err != nil {
+	bug, err := variant.Parse(g.bug)
+	if err != nil {
 		return nil, usageError{err}
+	}
+	if bug != variant.None {
+		// The bug variant rides on the store's file system (see
+		// internal/variant).
+		o.FS = variant.Wrap(vfs.OS, bug)
 	}
 	return o, nil
 }
