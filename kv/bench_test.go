@@ -217,7 +217,7 @@ func BenchmarkRawAppendSync(b *testing.B) {
 			if _, err := f.Write(rec); err != nil {
 				b.Fatal(err)
 			}
-			if err := unix.Fdatasync(fd); err != nil {
+			if err := rawDatasync(fd); err != nil {
 				b.Fatal(err)
 			}
 			lat = append(lat, time.Since(t))
@@ -236,7 +236,7 @@ func BenchmarkRawAppendSync(b *testing.B) {
 			reserved := int64(0)
 			reserve := func() {
 				if mode == "prealloc" {
-					if err := unix.Fallocate(fd, 0, reserved, chunk); err != nil {
+					if err := rawFallocate(fd, reserved, chunk); err != nil {
 						b.Fatal(err)
 					}
 				} else {
@@ -268,7 +268,7 @@ func BenchmarkRawAppendSync(b *testing.B) {
 				if _, err := unix.Pwrite(fd, rec, off); err != nil {
 					b.Fatal(err)
 				}
-				if err := unix.Fdatasync(fd); err != nil {
+				if err := rawDatasync(fd); err != nil {
 					b.Fatal(err)
 				}
 				lat = append(lat, time.Since(t))
@@ -380,7 +380,7 @@ func BenchmarkPutPaired(b *testing.B) {
 		const chunk = 64 << 20
 		reserved, off := int64(0), int64(0)
 		reserve := func() {
-			if err := unix.Fallocate(int(pre.Fd()), 0, reserved, chunk); err != nil {
+			if err := rawFallocate(int(pre.Fd()), reserved, chunk); err != nil {
 				b.Fatal(err)
 			}
 			if err := unix.Fsync(int(pre.Fd())); err != nil {
@@ -395,7 +395,7 @@ func BenchmarkPutPaired(b *testing.B) {
 				if _, err := app.Write(benchValue); err != nil {
 					b.Fatal(err)
 				}
-				if err := unix.Fdatasync(int(app.Fd())); err != nil {
+				if err := rawDatasync(int(app.Fd())); err != nil {
 					b.Fatal(err)
 				}
 			},
@@ -403,7 +403,7 @@ func BenchmarkPutPaired(b *testing.B) {
 				if _, err := unix.Pwrite(int(pre.Fd()), benchValue, off); err != nil {
 					b.Fatal(err)
 				}
-				if err := unix.Fdatasync(int(pre.Fd())); err != nil {
+				if err := rawDatasync(int(pre.Fd())); err != nil {
 					b.Fatal(err)
 				}
 				off += benchValueSize

@@ -20,14 +20,17 @@
 // # Implementations
 //
 // OS is the host file system, built on golang.org/x/sys/unix (Fdatasync,
-// Fsync, Flock, Fallocate, O_CLOEXEC); its errors are *os.PathError values
-// that name the file and wrap the errno, so errors.Is works. Open and
-// OpenReadWrite open regular files only (O_NOFOLLOW, O_NONBLOCK, then
-// fstat): a symbolic link, directory, FIFO, socket or device is
-// ErrNotRegular. NewMem returns
-// an in-memory file system that keeps current and durable contents apart:
-// Clone gives the state a process crash leaves, CrashClone the state a
-// power loss leaves when nothing unsynced survives.
+// Fsync, Flock, Fallocate, O_CLOEXEC). The calls only Linux has live in
+// os_linux.go, with portable twins in os_other.go for other Unix systems
+// (fsync for fdatasync, no fallocate, no read-ahead hint): the durability
+// described here is Linux's, and only there is it crash-tested. Its
+// errors are *os.PathError values that name the file and wrap the errno,
+// so errors.Is works. Open and OpenReadWrite open regular files only
+// (O_NOFOLLOW, O_NONBLOCK, then fstat): a symbolic link, directory, FIFO,
+// socket or device is ErrNotRegular. NewMem returns an in-memory file
+// system that keeps current and durable contents apart: Clone gives the
+// state a process crash leaves, CrashClone the state a power loss leaves
+// when nothing unsynced survives.
 //
 // # Usage
 //

@@ -80,7 +80,7 @@ func openRegular(name string, flag int) (File, error) {
 			// name is, as fstat would have.
 			var st unix.Stat_t
 			if unix.Lstat(name, &st) == nil && st.Mode&unix.S_IFMT != unix.S_IFREG {
-				return nil, notRegular(name, fileKind(st.Mode))
+				return nil, notRegular(name, fileKind(uint32(st.Mode)))
 			}
 		}
 		return nil, &os.PathError{Op: "open", Path: name, Err: err}
@@ -94,7 +94,7 @@ func openRegular(name string, flag int) (File, error) {
 	}
 	if err == nil && st.Mode&unix.S_IFMT != unix.S_IFREG {
 		unix.Close(fd)
-		return nil, notRegular(name, fileKind(st.Mode))
+		return nil, notRegular(name, fileKind(uint32(st.Mode)))
 	}
 	if err == nil {
 		err = unix.SetNonblock(fd, false)
@@ -207,14 +207,14 @@ func (f *osFile) Truncate(size int64) error { return f.f.Truncate(size) }
 
 func (f *osFile) Sync() error {
 	var err error
-	op := "fdatasync"
+	op := dataSyncOp
 	for {
 		if f.dir {
 			// A directory's entries are metadata: only fsync flushes them.
 			op = "fsync"
 			err = unix.Fsync(int(f.f.Fd()))
 		} else {
-			err = unix.Fdatasync(int(f.f.Fd()))
+			err = dataSync(int(f.f.Fd()))
 		}
 		if err != unix.EINTR {
 			break
@@ -227,21 +227,19 @@ func (f *osFile) Sync() error {
 }
 
 // WillNeed asks the kernel to start reading the file into the page cache
-// in the background (posix_fadvise WILLNEED over the whole file). Linux
-// starts only about the device's read-ahead size of it (read_ahead_kb):
-// on the machine the store is measured on, 8 MiB of a 256 MiB file were
-// in the page cache a second later. The rest comes from the kernel's
-// read-ahead for sequential reads, which the readers' large reads start.
-func (f *osFile) WillNeed() {
-	_ = unix.Fadvise(int(f.f.Fd()), 0, 0, unix.FADV_WILLNEED)
-}
+// in the background, where the platform has a way to ask (fadviseWillNeed).
+func (f *osFile) WillNeed() { fadviseWillNeed(int(f.f.Fd())) }
 
+// Preallocate reserves [off, off+n) with fallocate where the platform and
+// the file system have it. Where they do not (errors.ErrUnsupported, which
+// EOPNOTSUPP and ENOSYS match), it reserves nothing and returns nil, as the
+// File interface says: the log's writer then only writes its zeros.
 func (f *osFile) Preallocate(off, n int64) error {
 	if n <= 0 {
 		return nil
 	}
-	err := unix.Fallocate(int(f.f.Fd()), 0, off, n)
-	if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENOSYS) {
+	err := fallocate(int(f.f.Fd()), off, n)
+	if errors.Is(err, errors.ErrUnsupported) {
 		return nil
 	}
 	if err != nil {

@@ -7,7 +7,8 @@
 // range first maps every page in a single system call, and the copy then
 // runs at about 500 MB/s (what is left is the hypervisor backing the
 // pages, which nothing in the guest avoids). A recovery that loads a
-// large snapshot or log spends much of its time there.
+// large snapshot or log spends much of its time there. The madvise is
+// Linux's (mem_linux.go); elsewhere Populate does nothing (mem_other.go).
 //
 // It also has Prefetch, which starts a cache miss without waiting for it,
 // for lookups in tables far bigger than the cache.

@@ -3,8 +3,6 @@ package mem
 import (
 	"sync/atomic"
 	"unsafe"
-
-	"golang.org/x/sys/unix"
 )
 
 // MinPopulate is the smallest allocation worth a system call: below it,
@@ -14,8 +12,8 @@ const MinPopulate = 64 << 10
 const pageSize = 4096
 
 // unsupported is set once the kernel refuses MADV_POPULATE_WRITE (it
-// came in Linux 5.14): pages then fault as they are written, as they
-// would without Populate.
+// came in Linux 5.14), or on a platform without it: pages then fault as
+// they are written, as they would without Populate.
 var unsupported atomic.Bool
 
 // Populate maps, writable, every whole page in the capacity of b, which
@@ -34,7 +32,7 @@ func Populate(b []byte) {
 	if end <= start {
 		return
 	}
-	if err := unix.Madvise(b[start-base:end-base], unix.MADV_POPULATE_WRITE); err == unix.EINVAL || err == unix.ENOSYS {
+	if !populateWrite(b[start-base : end-base]) {
 		unsupported.Store(true)
 	}
 }
