@@ -8,8 +8,8 @@
 // is synced (vfs.Publish). The first record holds the covered segment and
 // the revision, so that coverage and contents become durable in one
 // rename. Read verifies every frame's checksum, the entry count and a
-// checksum of the whole file; damage is ErrCorrupt naming the file and
-// offset, never a half-loaded map.
+// checksum of the whole file; damage is ErrCorrupt in a *corrupt.Error
+// naming the file and offset, never a half-loaded map.
 //
 // # Crash contract
 //

@@ -14,9 +14,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/kvstore/kv/internal/corrupt"
 	"github.com/kvstore/kv/record"
 	"github.com/kvstore/kv/snapshot"
-	"github.com/kvstore/kv/wal"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -312,9 +312,9 @@ func checkDecode(t *testing.T, b []byte) {
 		if !errors.Is(err, snapshot.ErrCorrupt) && !errors.Is(err, snapshot.ErrVersion) {
 			t.Fatalf("Decode error %v matches neither ErrCorrupt nor ErrVersion", err)
 		}
-		var ce *wal.CorruptError
+		var ce *corrupt.Error
 		if !errors.As(err, &ce) {
-			t.Fatalf("Decode error %v (%T) is not a *wal.CorruptError", err, err)
+			t.Fatalf("Decode error %v (%T) is not a *corrupt.Error", err, err)
 		}
 		if ce.File != "snapshot" || ce.Offset < 0 || ce.Offset > int64(len(b)) {
 			t.Fatalf("Decode error %v at %s:%d, want snapshot at an offset in [0, %d]", err, ce.File, ce.Offset, len(b))

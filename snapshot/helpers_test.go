@@ -12,10 +12,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/kvstore/kv/internal/corrupt"
 	"github.com/kvstore/kv/record"
 	"github.com/kvstore/kv/snapshot"
 	"github.com/kvstore/kv/vfs"
-	"github.com/kvstore/kv/wal"
 )
 
 // equateEmpty compares keys and values with bytes.Equal: fast on large
@@ -176,18 +176,22 @@ func putFile(t testing.TB, fsys vfs.FS, name string, b []byte) {
 }
 
 // checkCorrupt fails the test unless err matches want (snapshot.ErrCorrupt
-// or snapshot.ErrVersion) as a *wal.CorruptError naming file at offset.
+// or snapshot.ErrVersion) as a *corrupt.Error naming file at offset.
 func checkCorrupt(t testing.TB, err, want error, file string, offset int64) {
 	t.Helper()
 	if !errors.Is(err, want) {
 		t.Fatalf("error = %v, want one matching %v", err, want)
 	}
-	var ce *wal.CorruptError
+	var ce *corrupt.Error
 	if !errors.As(err, &ce) {
-		t.Fatalf("error %v (%T) is not a *wal.CorruptError", err, err)
+		t.Fatalf("error %v (%T) is not a *corrupt.Error", err, err)
 	}
 	if ce.File != file || ce.Offset != offset {
 		t.Fatalf("error %v at %s:%d, want %s:%d", err, ce.File, ce.Offset, file, offset)
+	}
+	// Damage is corruption; a version this build does not read is not.
+	if got, want := corrupt.Is(err), want == snapshot.ErrCorrupt; got != want {
+		t.Fatalf("corrupt.Is(%v) = %v, want %v", err, got, want)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"iter"
 	"path"
 
+	"github.com/kvstore/kv/internal/corrupt"
 	"github.com/kvstore/kv/record"
 	"github.com/kvstore/kv/vfs"
 	"github.com/kvstore/kv/wal"
@@ -200,7 +201,7 @@ type decoder struct {
 }
 
 func (d *decoder) corrupt(off int64, format string, args ...any) error {
-	return &wal.CorruptError{Err: ErrCorrupt, File: d.name, Offset: off, Reason: fmt.Sprintf(format, args...)}
+	return &corrupt.Error{Err: ErrCorrupt, File: d.name, Offset: off, Reason: fmt.Sprintf(format, args...)}
 }
 
 func (d *decoder) read(p []byte) error {
@@ -260,7 +261,7 @@ func (d *decoder) run(metaFn func(Meta) error, entryFn func(*record.Entry) error
 		return d.corrupt(0, "bad magic")
 	}
 	if v := binary.LittleEndian.Uint16(head[6:]); v != Version {
-		return &wal.CorruptError{Err: ErrVersion, File: d.name, Offset: 6,
+		return &corrupt.Error{Err: ErrVersion, File: d.name, Offset: 6,
 			Reason: fmt.Sprintf("snapshot format version %d, this build reads version %d", v, Version)}
 	}
 	d.crc = crc32.Update(0, castagnoli, head[:])

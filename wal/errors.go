@@ -3,14 +3,17 @@ package wal
 import (
 	"errors"
 	"fmt"
+
+	"github.com/kvstore/kv/internal/corrupt"
 )
 
 // ErrCorrupt is returned (wrapped in a *CorruptError naming the file and
 // offset) when a segment holds damage that a crash cannot cause: a bad
 // record followed by a record that proves it was synced, a bad or missing
 // record in a sealed segment, a sealed segment cut short, or a gap in
-// segment numbers.
-var ErrCorrupt = errors.New("wal: corrupt log")
+// segment numbers. It matches corrupt.ErrCorruption, as every package's
+// corruption sentinel does (recovery.IsCorrupt).
+var ErrCorrupt = corrupt.New("wal: corrupt log")
 
 // ErrTooLarge is returned by Append when a payload exceeds the maximum
 // record size.
@@ -31,24 +34,10 @@ var ErrClosed = errors.New("wal: writer closed")
 
 // CorruptError describes damage found in a file: which file, at which byte
 // offset, and why. It matches its sentinel Err (such as ErrCorrupt) with
-// errors.Is.
-type CorruptError struct {
-	Err    error  // the sentinel this error matches
-	File   string // path of the damaged file
-	Offset int64  // byte offset of the damage; -1 when it concerns the whole file
-	Reason string // what is wrong, in a few words
-}
-
-// Error implements error.
-func (e *CorruptError) Error() string {
-	if e.Offset < 0 {
-		return fmt.Sprintf("%v: %s: %s", e.Err, e.File, e.Reason)
-	}
-	return fmt.Sprintf("%v: %s at offset %d: %s", e.Err, e.File, e.Offset, e.Reason)
-}
-
-// Unwrap returns the sentinel.
-func (e *CorruptError) Unwrap() error { return e.Err }
+// errors.Is. It is the store's one located error, corrupt.Error, for every
+// file type; a version this build does not read (ErrVersion) is one too,
+// located but not corruption.
+type CorruptError = corrupt.Error
 
 func corruptf(file string, off int64, format string, args ...any) error {
 	return &CorruptError{Err: ErrCorrupt, File: file, Offset: off, Reason: fmt.Sprintf(format, args...)}
