@@ -35,11 +35,11 @@ type ref = unsafe.Pointer
 
 const entryFixed = 32 // the revisions, the version and the two lengths
 
-// Chunk sizes (variables for the tests, which make them tiny).
-var (
-	minChunk = 4 << 10  // a small map stays small
-	maxChunk = 1 << 20  // chunks double up to this size
-	ownChunk = 64 << 10 // entries at least this big get an allocation of their own
+// Chunk sizes: the defaults of tuning.minChunk, maxChunk and ownChunk.
+const (
+	defaultMinChunk = 4 << 10  // a small map stays small
+	defaultMaxChunk = 1 << 20  // chunks double up to this size; offBits bounds it
+	defaultOwnChunk = 64 << 10 // entries at least this big get an allocation of their own
 )
 
 // chunk is one allocation of the arena.
@@ -64,6 +64,7 @@ const (
 // arena hands out the space for new entries and keeps count of which are
 // live, chunk by chunk, so that the chunks mostly dead can be evacuated.
 type arena struct {
+	tune   *tuning  // the map's sizes and thresholds, shared with its clones
 	cur    *chunk   // the chunk being filled
 	chunks []*chunk // every chunk, by base address
 	byID   []*chunk // every chunk, by number; nil where none is
@@ -78,18 +79,18 @@ type arena struct {
 // entry (an empty value at the end of a chunk) still points into it.
 func (a *arena) alloc(n int) ([]byte, uint64) {
 	a.live += int64(n)
-	if n >= ownChunk {
+	if n >= a.tune.ownChunk {
 		c := a.newChunk(n)
 		c.b = c.b[:n]
 		c.live = int64(n)
 		return c.b, c.id << offBits
 	}
 	if a.cur == nil || cap(a.cur.b)-len(a.cur.b) < n+1 {
-		size := max(a.next, minChunk)
+		size := max(a.next, a.tune.minChunk)
 		for size < n+1 {
 			size *= 2
 		}
-		a.next = min(size*2, maxChunk)
+		a.next = min(size*2, a.tune.maxChunk)
 		a.cur = a.newChunk(size - 1)
 	}
 	c := a.cur

@@ -32,9 +32,10 @@ const (
 	hashMask = 1<<hashBits - 1
 )
 
-// storedHashSlots is the largest index whose rehash can place keys by the
-// hash bits stored in their slots (a variable for the tests).
-var storedHashSlots = 1 << hashBits
+// defaultStoredHashSlots is the largest index whose rehash can place keys
+// by the hash bits stored in their slots: the default of
+// tuning.storedHashSlots.
+const defaultStoredHashSlots = 1 << hashBits
 
 // maxLoad is the share of slots, keys and tombs, past which the index
 // grows: linear probing stays short below it.
@@ -62,7 +63,7 @@ func (x *index) resize(n int) {
 			continue
 		}
 		h := s >> locBits
-		if size > storedHashSlots {
+		if size > x.a.tune.storedHashSlots {
 			h = x.hash(refKey(x.a.ref(s & locMask)))
 		}
 		j := h & mask

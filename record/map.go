@@ -17,6 +17,57 @@ import (
 	"github.com/kvstore/kv/internal/mem"
 )
 
+// The modes of a Map.
+//
+// A Map is in one of six modes, which its fields tell apart (own is true
+// in the mode called tracked here). The package's tests check this table
+// after their operations (checkInvariants, in invariants_test.go):
+//
+//	mode           idx   t     pending  own    entered by
+//	ordered        set   set   nil      false  NewMap; Build; a Flush that finds the pending tree built
+//	deferred       set   nil   nil      false  Defer of a map that holds keys
+//	tracked        set   nil   nil      true   Defer of an empty map (a recovery's; "deferred while empty")
+//	pending        set   nil   set      false  BuildAsync of a map of tuning.asyncBuildMin keys or more
+//	clone          nil   set   nil      false  Clone; the first use of a pending clone
+//	pending clone  nil   nil   set      false  Clone of a pending map whose tree is not built yet
+//
+// Deferred and tracked maps leave Build for a tree built from the index
+// (tracked: from the entries tracked), or BuildAsync for pending; Defer
+// makes a pending map wait for its tree first. The other fields belong to
+// some modes only:
+//
+//   - later: the changes the tree has yet to take. Ordered: LoadLater,
+//     DeleteLater and evacuations; pending: every change since
+//     BuildAsync. Flush gives each its key's current state from the
+//     index, so order and repeats do not matter. A deferred map drops
+//     what it holds at the next Flush (Build reads the index); a clone
+//     has none.
+//   - fix: a pending clone's only: the map's later, resolved when the
+//     clone was taken, for the tree it builds on first use.
+//   - tracked, sorted, deadTracked: a tracked map's only: every entry
+//     written since Defer, the dead ones with version 0 (markDead), for
+//     Build to sort.
+//   - ahead, nAhead: a tracked map's only: entries Load put in the arena
+//     but not yet in the index, tracked or counted in bytes.
+//   - ev, evOff (evacuating): any mode with an index. Each change copies
+//     evacuateStep more live entries of ev out; the copies go to later
+//     (ordered, pending), to tracked (tracked), or nowhere (deferred).
+//
+// The rules that hold across modes:
+//
+//  1. settle runs first. Every method but Load calls settle before it
+//     reads or changes the index, the tree or the counts, so that the
+//     entries Load left ahead are in the index (Revision, SetRevision,
+//     Prefetch and Unflushed read nothing they change). An evacuation
+//     runs only after settle, since it takes an entry the index does not
+//     point to for dead.
+//  2. The index is never behind: it takes every change at once; only the
+//     tree lags (later, pending, or none while deferred or tracked).
+//  3. Entries change in place only in a tracked map, which no one else
+//     reads: a put of a value of the same length, and markDead.
+//  4. A clone shares its entries with the map it came from and never
+//     evacuates; its own changes go to its own arena.
+
 // Entry is a key's state. A Map never modifies the bytes an Entry it hands
 // out points to (but see Defer), so an Entry obtained from a Map, or from
 // a clone of it, stays valid.
@@ -42,6 +93,9 @@ func lessRef(a, b ref) bool { return bytes.Compare(refKey(a), refKey(b)) < 0 }
 // is not safe for concurrent writers; a Clone is cheap (copy-on-write) and
 // may be read while the original changes.
 //
+// Its modes (ordered, deferred, tracked, pending, clone) and the rules
+// that hold across them are in the table at the top of map.go.
+//
 // Entries a Map returns are copies of its state whose Key and Value point
 // into the arena: they stay valid and unchanged for as long as they are
 // held (except those of a map deferred while empty, see Defer), and they
@@ -61,7 +115,7 @@ type Map struct {
 	fix   []change
 	rev   Revision
 	bytes int64 // sum of key and value lengths
-	own   bool  // deferred while empty: values may change in place
+	own   bool  // deferred while empty (mode tracked): values may change in place
 	// tracked holds the entries written while own, sorted up to sorted,
 	// for Build.
 	tracked []sortItem
@@ -90,10 +144,43 @@ type aheadEntry struct {
 }
 
 // NewMap returns an empty map at revision 0.
-func NewMap() *Map {
-	m := &Map{t: newTree()}
+func NewMap() *Map { return newMap(&defaultTuning) }
+
+// newMap returns an empty map with the given tuning.
+func newMap(tu *tuning) *Map {
+	m := &Map{t: newTree(), a: arena{tune: tu}}
 	m.idx = newIndex(&m.a, 0)
 	return m
+}
+
+// tuning is a map's sizes and thresholds, shared by its arena, its index
+// and its clones. The store's maps use defaultTuning; the package's tests
+// make maps with others (tiny chunks, every dead byte worth an
+// evacuation, trees that stay pending) so that the rare paths run within
+// a few operations. Nothing changes a tuning once a map has it, but for
+// the tests' buildGate.
+type tuning struct {
+	minChunk, maxChunk, ownChunk int   // see defaultMinChunk and the others
+	storedHashSlots              int   // see defaultStoredHashSlots
+	compactMin                   int64 // see defaultCompactMin
+	evacuateStep                 int   // see defaultEvacuateStep
+	asyncBuildMin                int   // see defaultAsyncBuildMin
+	// buildGate, when not nil, holds the goroutines BuildAsync starts
+	// until it is closed: the tests keep trees pending across changes
+	// with it.
+	buildGate chan struct{}
+}
+
+// defaultTuning is the tuning of every map NewMap makes. It is never
+// changed.
+var defaultTuning = tuning{
+	minChunk:        defaultMinChunk,
+	maxChunk:        defaultMaxChunk,
+	ownChunk:        defaultOwnChunk,
+	storedHashSlots: defaultStoredHashSlots,
+	compactMin:      defaultCompactMin,
+	evacuateStep:    defaultEvacuateStep,
+	asyncBuildMin:   defaultAsyncBuildMin,
 }
 
 const degree = 32
@@ -144,9 +231,9 @@ func (m *Map) Build() {
 	// A map's own later changes go in at the next Flush.
 }
 
-// asyncBuildMin is the number of keys below which BuildAsync builds the
-// tree at once: a goroutine is not worth it (a variable for the tests).
-var asyncBuildMin = 64 << 10
+// defaultAsyncBuildMin is the number of keys below which BuildAsync
+// builds the tree at once: a goroutine is not worth it.
+const defaultAsyncBuildMin = 64 << 10
 
 // BuildAsync is Build on a goroutine of its own: the map may be used
 // while the tree is built, point lookups and changes at their usual cost
@@ -188,13 +275,13 @@ func (m *Map) build(async bool) {
 		}
 		return buildSorted(liveOnly(items, sorted))
 	}
-	if !async || len(items) < asyncBuildMin {
+	if !async || len(items) < m.a.tune.asyncBuildMin {
 		m.t = job()
 		return
 	}
 	p := &pendingTree{done: make(chan struct{})}
 	m.pending = p
-	gate := buildGate
+	gate := m.a.tune.buildGate
 	go func() {
 		if gate != nil {
 			<-gate
@@ -205,10 +292,6 @@ func (m *Map) build(async bool) {
 		close(p.done)
 	}()
 }
-
-// buildGate, when not nil, holds the goroutines BuildAsync starts until
-// it is closed: the tests keep trees pending across changes with it.
-var buildGate chan struct{}
 
 // pendingTree is a tree being built by BuildAsync.
 type pendingTree struct {
@@ -481,14 +564,14 @@ func (m *Map) Clone() *Map {
 	if p := m.pending; p != nil && !p.ready() && m.idx != nil {
 		// The clone builds its tree from the pending one when first
 		// used, with the changes made since, resolved now.
-		c := &Map{pending: p, rev: m.rev, bytes: m.bytes, fix: make([]change, len(m.later))}
+		c := &Map{a: arena{tune: m.a.tune}, pending: p, rev: m.rev, bytes: m.bytes, fix: make([]change, len(m.later))}
 		for i, q := range m.later {
 			c.fix[i] = change{q, m.idx.get(refKey(q))}
 		}
 		return c
 	}
 	m.ordered()
-	return &Map{t: m.t.Clone(), rev: m.rev, bytes: m.bytes}
+	return &Map{a: arena{tune: m.a.tune}, t: m.t.Clone(), rev: m.rev, bytes: m.bytes}
 }
 
 // find returns the ref of key, or nil.
@@ -853,12 +936,15 @@ func (m *Map) Delete(key []byte) {
 	m.maybeCompact()
 }
 
-// compactMin is the dead space below which a map never evacuates a chunk.
-var compactMin int64 = 256 << 10
-
-// evacuateStep is how many entries of a chunk being evacuated one change
-// copies out (a variable for the tests).
-var evacuateStep = 32
+// Evacuation: the defaults of tuning.compactMin and evacuateStep.
+const (
+	// defaultCompactMin is the dead space below which a map never
+	// evacuates a chunk.
+	defaultCompactMin = 256 << 10
+	// defaultEvacuateStep is how many entries of a chunk being evacuated
+	// one change copies out.
+	defaultEvacuateStep = 32
+)
 
 // maybeCompact moves on the evacuation of the chunk of the arena with the
 // most dead bytes (versions replaced or deleted), which starts when the
@@ -874,7 +960,7 @@ func (m *Map) maybeCompact() {
 	}
 	if m.ev == nil {
 		a := &m.a
-		if a.dead <= compactMin || a.dead <= a.live/2 {
+		if a.dead <= a.tune.compactMin || a.dead <= a.live/2 {
 			return
 		}
 		i := a.victim()
@@ -883,7 +969,7 @@ func (m *Map) maybeCompact() {
 		}
 		m.ev, m.evOff = a.chunks[i], 0
 	}
-	m.evacuate(evacuateStep)
+	m.evacuate(m.a.tune.evacuateStep)
 }
 
 // evacuate copies up to n more entries of the chunk being evacuated, the

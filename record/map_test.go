@@ -22,13 +22,16 @@ type entry struct {
 	Version           int64
 }
 
-// dump returns the map's entries in key order, checking that Bytes and Len
-// agree with them.
+// dump returns the map's entries in key order, checking the map's
+// invariants as it finds it, and that Bytes and Len agree with the entries.
 func dump(tb interface {
 	Helper()
 	Errorf(string, ...any)
 }, m *record.Map) []entry {
 	tb.Helper()
+	if err := m.CheckInvariants(); err != nil {
+		tb.Errorf("before All: %v", err)
+	}
 	var es []entry
 	var size int64
 	for e := range m.All(nil, nil) {
@@ -53,6 +56,18 @@ func applyAll(tb testing.TB, m *record.Map, recs ...record.Record) {
 		if err := m.Apply(&recs[i]); err != nil {
 			tb.Fatalf("Apply(%+v): %v", recs[i], err)
 		}
+		checkInvariants(tb, m)
+	}
+}
+
+// checkInvariants fails the test when m breaks its invariants.
+func checkInvariants(tb interface {
+	Helper()
+	Fatalf(string, ...any)
+}, m *record.Map) {
+	tb.Helper()
+	if err := m.CheckInvariants(); err != nil {
+		tb.Fatalf("invariants: %v", err)
 	}
 }
 
@@ -497,6 +512,8 @@ func TestLater(t *testing.T) {
 				clones = append(clones, lazy.Clone())
 				want = append(want, dump(t, eager))
 			}
+			checkInvariants(t, eager)
+			checkInvariants(t, lazy)
 			k := []byte(key.Draw(t, "probe"))
 			ge, gok := eager.Get(k)
 			le, lok := lazy.Get(k)
@@ -525,21 +542,24 @@ func TestLater(t *testing.T) {
 // Each clone must keep the state it was taken at, and each entry handed
 // out before an evacuation must keep its bytes.
 func TestArena(t *testing.T) {
-	defer record.SetCompactMin(record.SetCompactMin(0))
 	rapid.Check(t, func(t *rapid.T) {
-		// Chunks of one to three entries, and entries of 40 bytes or more
-		// in an allocation of their own, so that chunks die and get
-		// evacuated within a few steps.
-		defer record.SetChunkSizes(64, 128, 40)()
-		// Past 16 slots, rehashes read the keys, as past 4M in use.
-		defer record.SetStoredHashSlots(16)()
-		// One entry copied per change: evacuations span many steps.
-		defer record.SetEvacuateStep(1)()
-		// Trees built by BuildAsync stay pending until released.
-		release, restore := record.SetAsyncBuild()
-		defer restore()
+		m := record.NewMapWith(
+			// Every dead byte is worth an evacuation.
+			record.CompactMin(0),
+			// Chunks of one to three entries, and entries of 40 bytes or
+			// more in an allocation of their own, so that chunks die and
+			// get evacuated within a few steps.
+			record.ChunkSizes(64, 128, 40),
+			// Past 16 slots, rehashes read the keys, as past 4M in use.
+			record.StoredHashSlots(16),
+			// One entry copied per change: evacuations span many steps.
+			record.EvacuateStep(1),
+			// Trees built by BuildAsync stay pending until released.
+			record.HeldBuilds(),
+		)
+		release := m.ReleaseBuilds
+		defer release()
 		pending := false
-		m := record.NewMap()
 		model := map[string]entry{}
 		type held struct {
 			e    *record.Entry
@@ -649,6 +669,8 @@ func TestArena(t *testing.T) {
 					loadModel(m, model, rev, key.Draw(t, "key"), value.Draw(t, "value"))
 				}
 			}
+			// Checked as it is: loads may be left out of the index.
+			checkInvariants(t, m)
 			if !rapid.Bool().Draw(t, "check") {
 				continue // loads left out of the index meet the next step
 			}
@@ -661,9 +683,7 @@ func TestArena(t *testing.T) {
 			if m.Len() != len(model) {
 				t.Fatalf("Len() = %d, want %d", m.Len(), len(model))
 			}
-			if err := m.CheckArena(); err != nil {
-				t.Fatal(err)
-			}
+			checkInvariants(t, m)
 		}
 		release()
 		if diff := cmp.Diff(snapshot(), dump(t, m), cmpopts.EquateEmpty()); diff != "" {
@@ -708,9 +728,7 @@ func TestEntrySizes(t *testing.T) {
 			t.Fatalf("key %d: value of %d bytes, want %d", i, len(e.Value), n)
 		}
 	}
-	if err := m.CheckArena(); err != nil {
-		t.Fatal(err)
-	}
+	checkInvariants(t, m)
 }
 
 // loadModel loads into m, and into model, a put of k to v at rev.
@@ -728,11 +746,9 @@ func loadModel(m *record.Map, model map[string]entry, rev record.Revision, k, v 
 // tiny chunks and every byte of dead space worth an evacuation, chunks
 // holding entries not yet indexed are evacuated, which must not lose them.
 func TestLoadAhead(t *testing.T) {
-	defer record.SetCompactMin(record.SetCompactMin(0))
 	rapid.Check(t, func(t *rapid.T) {
-		defer record.SetChunkSizes(64, 128, 60)()
-		defer record.SetEvacuateStep(rapid.IntRange(1, 4).Draw(t, "step"))()
-		m := record.NewMap()
+		m := record.NewMapWith(record.CompactMin(0), record.ChunkSizes(64, 128, 60),
+			record.EvacuateStep(rapid.IntRange(1, 4).Draw(t, "step")))
 		m.Defer()
 		model := map[string]entry{}
 		key := rapid.SampledFrom([]string{"a", "b", "c", "d"})
@@ -742,9 +758,7 @@ func TestLoadAhead(t *testing.T) {
 			for range rapid.IntRange(1, 40).Draw(t, "loads") {
 				rev++
 				loadModel(m, model, rev, key.Draw(t, "key"), value.Draw(t, "value"))
-			}
-			if err := m.CheckArena(); err != nil {
-				t.Fatal(err)
+				checkInvariants(t, m) // with up to 15 entries left out of the index
 			}
 			for k, w := range model {
 				got, ok := m.Lookup([]byte(k))
