@@ -204,8 +204,8 @@ func (c *checker) recoverState(s State) (out outcome) {
 
 // Check traces the workload's program, builds every state the selected
 // crash models allow after each event, recovers each and checks the
-// properties of DESIGN.md; then it crashes the recovery of every distinct
-// state the same way.
+// properties the package doc lists; then it crashes the recovery of every
+// distinct state the same way.
 func Check(w Workload, cfg Config) (*Report, error) {
 	start := time.Now()
 	if len(cfg.Models) == 0 {

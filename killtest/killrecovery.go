@@ -46,8 +46,10 @@ type KillRecoveryOptions struct {
 	// recent complete recoveries started to change the directory (unless
 	// MinDelay is given) to a tenth past their time to the end, so that
 	// most runs are killed, many of them while recovery writes. (The
-	// article's machine: 404 of 500 killed with 0 to 5 ms; here the
-	// start-up of the Go binary alone can take more than 20 ms.)
+	// article's fixed window of 0 to 5 ms fits a machine on which the
+	// binary starts at once; where the start-up of the Go binary alone
+	// takes longer than that, a fixed window would kill only start-ups.
+	// bench/RESULTS.md has the figures.)
 	MinDelay, MaxDelay time.Duration
 	// Bug is the bug variant that both recoveries of every run use.
 	Bug string

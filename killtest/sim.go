@@ -13,7 +13,8 @@ import (
 	"github.com/kvstore/kv/vfs"
 )
 
-// Model names a crash model of DESIGN.md.
+// Model names a crash model: which states a crash can leave (the package
+// doc lists the models and what is checked on each state).
 type Model string
 
 // Crash models.

@@ -556,8 +556,8 @@ func (s *Store) commit() {
 		// channel meanwhile, and a lone writer pays no hand-off on top of
 		// its fdatasync. The flusher puts the earlier groups' changes in
 		// the ordered tree during the sync, while the writers wait and the
-		// processors are idle; left for a checkpoint's clone, 64 MiB of
-		// puts held every reader and writer for 0.24 s.
+		// processors are idle; left for a checkpoint's clone, a log's
+		// worth of puts held every reader and writer (bench/RESULTS.md).
 		if len(g.changes) <= flushWakeMax {
 			s.kickFlush()
 		}
@@ -646,15 +646,16 @@ func (s *Store) flusher() {
 }
 
 // flushPart is how many changes the flusher takes in under one hold of
-// the lock: about a millisecond's work.
+// the lock: a short hold, so that readers and writers waiting for the
+// lock are let in between parts.
 const flushPart = 1024
 
 // flushWakeMax is the largest group after which the committer wakes the
 // flusher. Changes that came in smaller groups go into the tree at a cost
 // hidden by the sync; those of a bulk load (1,000-put transactions) cost
 // it more one part at a time than in one pass at the next checkpoint
-// (3.9-4.2 s against 2.9-3.1 s for 1M keys), so they wait for it, or for
-// the next small group.
+// (bench/RESULTS.md has the figures), so they wait for it, or for the
+// next small group.
 const flushWakeMax = 256
 
 // apply makes a group's changes visible to readers.

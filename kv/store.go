@@ -89,8 +89,8 @@ type Store struct {
 // Open opens the store in dir, creating the directory if needed: it takes
 // the directory's lock and runs recovery. opts may be nil. It returns
 // once the state is in memory; the ordered tree behind Scan may still be
-// building on another goroutine (for a million keys, a few hundred
-// milliseconds), and a Scan waits for it.
+// building on another goroutine (bench/README.md has its time for a
+// million keys), and a Scan waits for it.
 func Open(dir string, opts *Options) (*Store, error) {
 	return OpenContext(context.Background(), dir, opts)
 }

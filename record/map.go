@@ -183,6 +183,7 @@ var defaultTuning = tuning{
 	asyncBuildMin:   defaultAsyncBuildMin,
 }
 
+// degree is the ordered tree's B-tree degree.
 const degree = 32
 
 func newTree() *btree.BTreeG[ref] { return btree.NewG(degree, lessRef) }
@@ -952,8 +953,8 @@ const (
 // times its live entries (plus compactMin and the chunks being filled and
 // evacuated). The chunk chosen is at least a third dead, so each byte
 // written costs at most two copied; each change copies at most
-// evacuateStep entries, a pause of a fraction of a millisecond, where a
-// whole chunk of 1 MiB takes several.
+// evacuateStep entries, a short pause, where a whole chunk of 1 MiB in
+// one change was a long one (bench/RESULTS.md, "The arena").
 func (m *Map) maybeCompact() {
 	if m.idx == nil {
 		return // a clone shares its entries with the map it came from

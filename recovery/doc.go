@@ -25,8 +25,10 @@
 // package through its file system: a variant-carrying file system (only
 // the module's own tests and kv crashsim/killtest --bug can make one)
 // turns on the branches that ask variant.Of, such as double-apply, which
-// writes 0 as the covered segment: the article's one-line bug. A build
-// with -tags kvrelease compiles them away.
+// writes 0 as the covered segment: the one-line bug of the article
+// "Recovery Code Must Survive a Crash Too" (Mehdi Akiki), whose recovery
+// this package's follows and which its comments and tests call the
+// article. A build with -tags kvrelease compiles them away.
 //
 // # Usage
 //

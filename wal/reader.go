@@ -252,8 +252,9 @@ func (sc *scanner) scan(newest bool, info SegmentInfo, fn func(Record) error) (S
 		return info, err
 	}
 	if zero {
-		// A clean end, or zeros: preallocated space, or writes that a crash
-		// lost entirely. Only the newest segment may end unsealed.
+		// Rule 1: a clean end, or zeros: preallocated space, or writes
+		// that a crash lost entirely. Only the newest segment may end
+		// unsealed.
 		if !newest && !info.Sealed {
 			return info, corruptf(sc.name, off, "sealed segment ends without a seal record (cut short)")
 		}
@@ -337,11 +338,12 @@ func headerPrefix(seg SegmentNum, b []byte) bool {
 	return true
 }
 
-// headerDamage judges a segment whose header record is not valid. The
-// header is made durable before any other record is written (Create syncs
-// it), so a crash leaves it whole, missing (zeros, or an empty file), or,
-// in a file shorter than a header record, cut short; anything else is not
-// a segment of this store's, or is damaged.
+// headerDamage judges a segment whose header record is not valid, as the
+// paragraph before the numbered rules of FORMAT.md's "Torn tail or
+// corruption" says. The header is made durable before any other record is
+// written (Create syncs it), so a crash leaves it whole, missing (zeros,
+// or an empty file), or, in a file shorter than a header record, cut
+// short; anything else is not a segment of this store's, or is damaged.
 func (sc *scanner) headerDamage(newest bool, info SegmentInfo, reason string) (SegmentInfo, error) {
 	zero, err := zerosFrom(sc.src, 0)
 	if err != nil {
@@ -388,8 +390,9 @@ const SectorSize = 512
 
 // judge decides whether the damage at off, at the end of the newest
 // segment, is crash damage (info.Torn) or corruption. The rules are
-// FORMAT.md's "Torn tail or corruption"; each branch names its rule. It
-// reads the rest of the segment once, a window at a time.
+// FORMAT.md's "Torn tail or corruption", 2 to 4 (scan applies rule 1
+// before it calls judge); each branch names its rule. It reads the rest
+// of the segment once, a window at a time.
 func (sc *scanner) judge(off int64, reason string, info SegmentInfo) (SegmentInfo, error) {
 	size := sc.src.len()
 	// Rule 2: a later record whose header this segment's writer wrote,
@@ -424,7 +427,7 @@ func (sc *scanner) judge(off int64, reason string, info SegmentInfo) (SegmentInf
 	}
 
 	// Rule 3: the damaged record itself must look like what a crash
-	// leaves.
+	// leaves (3a, 3b or 3c), or it is corruption.
 	b, err := sc.src.at(off, HeaderSize)
 	if err != nil {
 		return info, err
@@ -463,10 +466,14 @@ func (sc *scanner) judge(off int64, reason string, info SegmentInfo) (SegmentInf
 			return sc.torn(info, reason)
 		}
 	}
+	// Rule 3, none of 3a to 3c: corruption.
 	return info, corruptf(sc.name, off,
 		"%s, and no sector of bytes %d to %d reads as zeros: a crash loses writes, it does not alter them (rule 3)", reason, off, end)
 }
 
+// torn is rule 4: crash damage is a torn tail at the offset judged. The
+// records before it are the segment's contents (info as scanned so far),
+// and a writer cuts the file there before it writes anything after it.
 func (sc *scanner) torn(info SegmentInfo, reason string) (SegmentInfo, error) {
 	info.Torn, info.TornReason = true, reason
 	return info, nil

@@ -127,7 +127,11 @@ runs recovery first: it loads the snapshot, replays the log segments the
 snapshot does not cover, and checkpoints if it replayed anything.
 
 The directory may come before or after the command: "kv data dump" and
-"kv dump data" are the same.`,
+"kv dump data" are the same.
+
+"The article" in the help of demo, crashsim and killtest is "Recovery
+Code Must Survive a Crash Too" (Mehdi Akiki), whose store, 17-operation
+workload, double-apply bug and crash checkers kv follows.`,
 		Example: `  kv demo                       # the whole story on a temporary directory
   kv data load < ops.txt        # put/del/add lines from stdin
   kv data dump                  # recover and print every key

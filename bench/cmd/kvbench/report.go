@@ -255,7 +255,7 @@ func (r results) bestPeer(rw row, metric string, round int, engines []string) (f
 	return best, who, who != ""
 }
 
-// report writes the markdown table and the targets of issue 8.
+// report writes the markdown table and the targets against the peers.
 func report(w io.Writer, c config, engines []string, res results) {
 	nr := max(c.Rounds, c.ReplayRounds)
 	fmt.Fprintf(w, "%s keys of %d bytes with %d-byte values; batches of %d; %d MiB replay (%d puts of %d log bytes); %d rounds (%d of replay); puts %v, gets %v, mixed %v per run.\n",
@@ -336,7 +336,7 @@ func orNA(s string) string {
 	return s
 }
 
-// targets writes issue 8's targets as ratios from this run.
+// targets writes the targets against the peers as ratios from this run.
 func targets(w io.Writer, c config, engines []string, res results) {
 	nr := max(c.Rounds, c.ReplayRounds)
 	last := c.Writers[len(c.Writers)-1]
@@ -392,7 +392,7 @@ func targets(w io.Writer, c config, engines []string, res results) {
 				return v / float64(c.Keys), ok
 			}, true},
 	}
-	fmt.Fprintf(w, "\nIssue 8's targets, as per-round ratios of this run (median (min–max)):\n\n")
+	fmt.Fprintf(w, "\nThe targets against the peers, as per-round ratios of this run (median (min–max)):\n\n")
 	fmt.Fprintf(w, "| target | this run | goal | |\n|---|---|---|---|\n")
 	for _, t := range ts {
 		s := spreadOf(ratioRounds(t.ratio, nr))
