@@ -129,7 +129,7 @@ func (s *Store) control(f func() error) error {
 		return ErrClosed
 	}
 	errc := make(chan error, 1)
-	s.ctl <- func() { errc <- f() }
+	s.c.ctl <- func() { errc <- f() }
 	s.closeMu.RUnlock()
 	return <-errc
 }
@@ -140,20 +140,7 @@ func (s *Store) control(f func() error) error {
 // every write acknowledged so far. The store marks it by itself once it
 // has been idle for a millisecond.
 func (s *Store) Sync() error {
-	return s.control(func() error {
-		if f := s.failed.Load(); f != nil {
-			return fmt.Errorf("%w: %w", ErrFailed, *f)
-		}
-		if err := s.w.Sync(); err != nil {
-			s.failStop(err)
-			return err
-		}
-		if err := s.w.Mark(); err != nil {
-			s.failStop(err)
-			return err
-		}
-		return nil
-	})
+	return s.control(func() error { return s.c.syncAndMark() })
 }
 
 // Checkpoint writes a snapshot of the current state and deletes the log
@@ -163,23 +150,11 @@ func (s *Store) Sync() error {
 // for it and then starts a new one.
 func (s *Store) Checkpoint() error {
 	for {
-		var wait chan error
-		started := false
-		err := s.control(func() error {
-			if f := s.failed.Load(); f != nil {
-				return fmt.Errorf("%w: %w", ErrFailed, *f)
-			}
-			wait = make(chan error, 1)
-			s.ckptWait = append(s.ckptWait, wait)
-			if s.ckpt == nil {
-				s.startCheckpoint()
-				started = true
-				if s.ckpt == nil { // the rotation failed
-					s.ckptWait = s.ckptWait[:len(s.ckptWait)-1]
-					return fmt.Errorf("%w: %w", ErrFailed, *s.failed.Load())
-				}
-			}
-			return nil
+		wait := make(chan error, 1)
+		var started bool
+		err := s.control(func() (err error) {
+			started, err = s.c.requestCheckpoint(wait)
+			return err
 		})
 		if err != nil {
 			return err
@@ -246,8 +221,8 @@ func (s *Store) Stats() Stats {
 	s.mu.RLock()
 	st.Keys, st.Revision = s.m.Len(), s.m.Revision()
 	s.mu.RUnlock()
-	if s.w != nil {
-		st.Segment = s.w.Segment()
+	if s.c != nil {
+		st.Segment = s.c.w.Segment()
 	}
 	if f := s.failed.Load(); f != nil {
 		st.Failed = *f

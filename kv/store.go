@@ -15,10 +15,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/kvstore/kv/record"
 	"github.com/kvstore/kv/recovery"
 	"github.com/kvstore/kv/vfs"
-	"github.com/kvstore/kv/wal"
 )
 
 // LockName is the lock file's name in the data directory.
@@ -37,10 +35,9 @@ type Store struct {
 	// whose record would be bigger.
 	maxRecord int
 
-	// Visible state: what Get and Scan see. Only the committer changes
-	// it, under mu, after the records are durable (under Always).
-	mu sync.RWMutex
-	m  *record.Map
+	// The visible map, the fail-stop cause, the counters and the hand-off
+	// to the committer (see committer.go).
+	*shared
 
 	// closeMu orders the closed check of a writer against Close: closed
 	// is set under it, and a writer checks it and queues its request
@@ -52,37 +49,9 @@ type Store struct {
 	closeDone chan struct{}
 	closeErr  error
 
-	reqs chan *request
-	// flush asks the flusher goroutine to bring the ordered tree up to
-	// date with the changes applied to the hash index (record.Map.Flush).
-	flush chan struct{}
-	ctl   chan func()
-	quit  chan struct{}
-	done  chan struct{}
+	// c is the committer: nil for a read-only store.
+	c *committer
 
-	failed atomic.Pointer[error]
-
-	// Owned by the committer goroutine.
-	w         *wal.Writer
-	covered   wal.SegmentNum           // segments up to here are in a durable snapshot
-	sinceSnap int64                    // bytes logged since the last snapshot started
-	ckpt      chan error               // the running background checkpoint, or nil
-	ckptWait  []chan error             // Checkpoint callers waiting for it
-	overlay   map[string]*record.Entry // changes logged but not yet visible
-	scratch   scratch                  // the staged entries of the group being committed
-	mine      map[string]*record.Entry // a big transaction's own changes, while it is evaluated
-	buf       []byte
-	lastRev   Revision // the last revision given to a record
-	g         group    // the group being formed (committer only)
-	// ckptAtStart asks the committer to checkpoint what recovery
-	// replayed as soon as it starts.
-	ckptAtStart bool
-	writers     atomic.Int64  // goroutines inside write: queued, or waiting for an outcome
-	gathering   atomic.Bool   // the committer waits for writers (see gather)
-	nudge       chan struct{} // a writer left while the committer waits
-	lastSync    time.Duration // how long the last sync took
-
-	stats    statCounters
 	recovery recovery.Result
 }
 
@@ -119,43 +88,21 @@ func OpenContext(ctx context.Context, dir string, opts *Options) (*Store, error)
 	}
 	s.recovery = *res
 	s.recovery.Map, s.recovery.Writer = nil, nil
-	s.m = res.Map
-	s.w = res.Writer
-	s.covered = res.Snapshot.Covered
-	if res.Checkpointed {
-		s.covered = res.Writer.Segment() - 1
-	} else {
-		s.sinceSnap = res.ReplayedBytes
-		s.ckptAtStart = checkpointAfterRecovery(res, o.checkpointBytes())
-	}
-	s.overlay = map[string]*record.Entry{}
-	s.lastRev = s.m.Revision()
-	s.reqs = make(chan *request, 1024)
-	s.nudge = make(chan struct{}, 1)
-	s.ctl = make(chan func())
-	s.quit = make(chan struct{})
-	s.done = make(chan struct{})
+	s.shared = &shared{m: res.Map, reqs: make(chan *request, 1024), nudge: make(chan struct{}, 1)}
 	if o.ReadOnly {
-		close(s.done)
-	} else {
-		s.flush = make(chan struct{}, 1)
-		go s.flusher()
-		go s.run()
+		return s, nil
 	}
+	c := newCommitter(s.shared, s.fs, dir, s.log, o, res.Writer)
+	c.covered = res.Snapshot.Covered
+	if res.Checkpointed {
+		c.covered = res.Writer.Segment() - 1
+	} else {
+		c.sinceSnap = res.ReplayedBytes
+		c.ckptAtStart = checkpointAfterRecovery(res, o.checkpointBytes())
+	}
+	s.c = c
+	c.start()
 	return s, nil
-}
-
-// checkpointAfterRecovery decides whether a store starts with a
-// checkpoint of what its recovery replayed (in the background: the store
-// serves meanwhile): only when the replayed log is as long as the store
-// lets its log grow between checkpoints (CheckpointBytes), as after a
-// crash of a writer that had written that much. A shorter log is cheap to
-// replay, and a checkpoint would rewrite the snapshot and start a segment
-// at every open of a short-lived process: its bytes count towards the
-// next checkpoint instead, as if written since. Call Checkpoint to write
-// one at once.
-func checkpointAfterRecovery(res *recovery.Result, checkpointBytes int64) bool {
-	return res.Replayed > 0 && checkpointBytes > 0 && res.ReplayedBytes >= checkpointBytes
 }
 
 func (s *Store) makeDir() error {
@@ -246,10 +193,10 @@ func (s *Store) Close() error {
 // close does the work of the first Close.
 func (s *Store) close() error {
 	var err error
-	if !s.opts.ReadOnly {
-		close(s.quit)
-		<-s.done
-		err = s.w.Close()
+	if s.c != nil {
+		close(s.c.quit)
+		<-s.c.done
+		err = s.c.w.Close()
 		if f := s.failed.Load(); f != nil && err != nil {
 			err = nil // already reported as ErrFailed to the writes
 		}

@@ -1,0 +1,88 @@
+package kv
+
+import (
+	"time"
+
+	"github.com/kvstore/kv/recovery"
+	"github.com/kvstore/kv/snapshot"
+	"github.com/kvstore/kv/wal"
+)
+
+// maybeCheckpoint starts a background checkpoint when enough log has
+// accumulated since the last one.
+func (c *committer) maybeCheckpoint() {
+	if cb := c.opts.checkpointBytes(); cb > 0 && c.sinceSnap >= cb && c.ckpt == nil {
+		c.startCheckpoint()
+	}
+	if cap(c.buf) > 4<<20 {
+		c.buf = nil
+	}
+}
+
+// startCheckpoint rotates the log, takes a copy-on-write clone of the map
+// and writes the snapshot in the background. Writers wait only for the
+// rotation.
+func (c *committer) startCheckpoint() {
+	if c.failed.Load() != nil {
+		return
+	}
+	sealed, err := c.w.Rotate()
+	if err != nil {
+		c.failStop(err)
+		return
+	}
+	c.mu.Lock()
+	view := c.m.Clone()
+	c.mu.Unlock()
+	c.sinceSnap = 0
+	prev := c.covered
+	done := make(chan checkpointResult, 1)
+	c.ckpt = done
+	go func() {
+		start := time.Now()
+		// The snapshot first, durable, then the covered segments: the
+		// protocol recovery's checkpoint follows too.
+		meta := snapshot.Meta{Covered: sealed, Revision: view.Revision(), Count: uint64(view.Len())}
+		_, err := recovery.WriteCheckpoint(c.fs, c.dir, meta, view.All(nil, nil), prev+1)
+		c.log.Info("checkpoint", "dir", c.dir, "covered", sealed.String(), "revision", uint64(view.Revision()),
+			"keys", view.Len(), "duration", time.Since(start), "err", err)
+		done <- checkpointResult{covered: sealed, err: err}
+	}()
+}
+
+// checkpointResult is how a background checkpoint ended: covered is the
+// last segment its snapshot covers, durable unless err.
+type checkpointResult struct {
+	covered wal.SegmentNum
+	err     error
+}
+
+// checkpointDone runs in the committer when the background checkpoint
+// ends.
+func (c *committer) checkpointDone(res checkpointResult) {
+	c.ckpt = nil
+	err := res.err
+	if err == nil {
+		c.covered = res.covered
+		c.stats.checkpoints.Add(1)
+	} else {
+		c.stats.checkpointErrors.Add(1)
+	}
+	for _, ch := range c.ckptWait {
+		ch <- err
+	}
+	c.ckptWait = nil
+}
+
+// checkpointAfterRecovery decides whether a store starts with a
+// checkpoint of what its recovery replayed (in the background: the store
+// serves meanwhile): only when the replayed log is as long as the store
+// lets its log grow between checkpoints (CheckpointBytes), as after a
+// crash of a writer that had written that much. A shorter log is cheap to
+// replay, and a checkpoint would rewrite the snapshot and start a segment
+// at every open of a short-lived process: its bytes count towards the
+// next checkpoint instead, as if written since. Call Checkpoint to write
+// one at once.
+func checkpointAfterRecovery(res *recovery.Result, checkpointBytes int64) bool {
+	return res.Replayed > 0 && checkpointBytes > 0 && res.ReplayedBytes >= checkpointBytes
+}
