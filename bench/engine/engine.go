@@ -1,7 +1,9 @@
 // Package engine puts the stores that kvbench compares behind one small
-// interface: this module's kv store, bbolt, pebble, badger, and "raw", a
-// file that every write is appended to and fdatasynced, which is the
-// physical limit for one durable write.
+// interface: this module's kv store, bbolt, pebble, badger, "walmap" (a
+// tidwall/wal log with a Go map rebuilt from it at open: the design a
+// user would otherwise build), and "raw", a file that every write is
+// appended to and fdatasynced, which is the physical limit for one
+// durable write.
 //
 // Every write method is durable when it returns (the record would
 // survive a power loss) unless the engine was opened with Options.NoSync,
@@ -59,7 +61,7 @@ type Options struct {
 }
 
 // Names lists the engines in the order kvbench runs and prints them.
-var Names = []string{"kv", "pebble", "bbolt", "badger", "raw"}
+var Names = []string{"kv", "pebble", "bbolt", "badger", "walmap", "raw"}
 
 // Open opens engine name in dir, creating it if needed.
 func Open(name, dir string, o Options) (Engine, error) {
@@ -75,6 +77,8 @@ func Open(name, dir string, o Options) (Engine, error) {
 		return openBolt(dir, o)
 	case "badger":
 		return openBadger(dir, o)
+	case "walmap":
+		return openWALMap(dir, o)
 	case "raw":
 		return openRaw(dir, o)
 	}

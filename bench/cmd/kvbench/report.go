@@ -155,7 +155,7 @@ type row struct {
 	peers  bool   // a ratio against the best peer makes sense
 }
 
-var peers = []string{"pebble", "bbolt", "badger"}
+var peers = []string{"pebble", "bbolt", "badger", "walmap"}
 
 func rows(c config) []row {
 	var rs []row
