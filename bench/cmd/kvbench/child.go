@@ -26,6 +26,8 @@ type task struct {
 	Engine  string `json:"engine"`
 	Dir     string `json:"dir"`
 	Writers int    `json:"writers,omitempty"`
+	Readers int    `json:"readers,omitempty"` // goroutines of a coldget task
+	Round   int    `json:"round"`             // the round, which orders the warm gets
 	Profile string `json:"profile,omitempty"` // write a CPU profile here
 	Config  config `json:"config"`
 }
@@ -63,8 +65,12 @@ func runChild(arg string) error {
 		err = childPuts(&t, &res)
 	case "load":
 		err = childLoad(&t, &res)
-	case "reopen":
-		err = childReopen(&t, &res)
+	case "coldget":
+		err = childColdGet(&t, &res)
+	case "coldscan":
+		err = childColdScan(&t, &res)
+	case "warm":
+		err = childWarm(&t, &res)
 	case "replaywrite":
 		err = childReplayWrite(&t, &res)
 	case "replayopen":
@@ -272,7 +278,12 @@ func fillBatch(keys, values [][]byte, lo, hi int, gen uint64) ([][]byte, [][]byt
 }
 
 // childLoad writes the Keys pairs of the data set in durable batches of
-// Batch, closes the store, and reports the time and the peak RSS.
+// Batch, closes the store, and reports the time and the peak RSS. Then,
+// in the same process, it opens the store again (its files still in the
+// page cache: a warm reopen), checks a sample of keys, closes it, and
+// reports the time of that open and the process's peak RSS over the load
+// and the reopen: the memory a program that loads its data and later
+// reopens it sees.
 func childLoad(t *task, res *result) error {
 	start := time.Now()
 	e, err := engine.Open(t.Engine, t.Dir, engine.Options{})
@@ -291,16 +302,49 @@ func childLoad(t *task, res *result) error {
 	if err := e.Close(); err != nil {
 		return err
 	}
-	res.Metrics["s"] = time.Since(start).Seconds()
-	res.Metrics["close"] = time.Since(closeStart).Seconds()
+	res.Metrics["load.s"] = time.Since(start).Seconds()
+	res.Metrics["load.close"] = time.Since(closeStart).Seconds()
 	rss, err := peakRSS()
 	if err != nil {
 		return err
 	}
-	res.Metrics["rss"] = rss
-	res.Metrics["rsskey"] = rss / float64(t.Config.Keys)
+	res.Metrics["load.rss"] = rss
+	res.Metrics["load.rsskey"] = rss / float64(t.Config.Keys)
 	if t.Engine == "raw" {
 		return checkRawLoad(t)
+	}
+	keys, values = nil, nil
+
+	start = time.Now()
+	e, err = engine.Open(t.Engine, t.Dir, engine.Options{})
+	if err != nil {
+		return err
+	}
+	res.Metrics["loadreopen.s"] = time.Since(start).Seconds()
+	if err := checkSample(e, t.Config.Keys, 0); err != nil {
+		e.Close()
+		return err
+	}
+	if err := e.Close(); err != nil {
+		return err
+	}
+	if rss, err = peakRSS(); err != nil {
+		return err
+	}
+	res.Metrics["loadreopen.rss"] = rss
+	res.Metrics["loadreopen.rsskey"] = rss / float64(t.Config.Keys)
+	return nil
+}
+
+// checkSample checks that 1,000 random keys of the data set read back
+// the value of generation gen.
+func checkSample(e engine.Engine, keys int, gen uint64) error {
+	r := rand.New(rand.NewPCG(8, 9))
+	k := make([]byte, keySize)
+	for range 1000 {
+		if err := expectGen(e, dataKey(k, r.IntN(keys)), gen); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -335,14 +379,15 @@ func checkRawLoad(t *task) error {
 	return err
 }
 
-// coldOpen drops the store's files from the page cache and opens it: the
-// engine, how long the open took, and the bytes of the store's files.
+// coldOpen empties the page cache by the run's method and opens the
+// store: the engine, how long the open took, and the bytes of the store's
+// files.
 func coldOpen(t *task) (engine.Engine, time.Duration, int64, error) {
 	size, err := dirBytes(t.Dir)
 	if err != nil {
 		return nil, 0, 0, err
 	}
-	if err := evict(t.Dir); err != nil {
+	if err := makeCold(t.Config, t.Dir); err != nil {
 		return nil, 0, 0, err
 	}
 	start := time.Now()
@@ -353,42 +398,90 @@ func coldOpen(t *task) (engine.Engine, time.Duration, int64, error) {
 	return e, time.Since(start), size, nil
 }
 
-// childReopen opens the store the load left, with its files dropped from
-// the page cache, and times the open; then it runs random Gets with 1 and
-// 2 goroutines, a full ordered scan, and the mixed workload.
-func childReopen(t *task, res *result) error {
+// childColdGet opens the loaded store cold and runs random Gets with
+// t.Readers goroutines for ReadDur: the reads of a process that has just
+// started, whatever its store must first bring into memory.
+func childColdGet(t *task, res *result) error {
+	e, d, _, err := coldOpen(t)
+	if err != nil {
+		return err
+	}
+	res.Metrics[fmt.Sprintf("get%d.cold.open.s", t.Readers)] = d.Seconds()
+	ops, err := randomGets(e, t.Readers, t.Config.Keys, t.Config.ReadDur)
+	if err != nil {
+		e.Close()
+		return err
+	}
+	res.Metrics[fmt.Sprintf("get%d.cold.ops", t.Readers)] = ops
+	return e.Close()
+}
+
+// childColdScan opens the loaded store cold and times the open, the
+// first entry of an ordered scan, and then a full ordered scan; the peak
+// RSS is taken before the full scan (the open alone, with the first
+// ordered read).
+func childColdScan(t *task, res *result) error {
 	e, d, size, err := coldOpen(t)
 	if err != nil {
 		return err
 	}
+	fail := func(err error) error { e.Close(); return err }
 	res.Metrics["reopen.s"] = d.Seconds()
 	res.Metrics["reopen.mbs"] = float64(size) / 1e6 / d.Seconds()
 	res.Metrics["reopen.bytes"] = float64(size)
-	fail := func(err error) error { e.Close(); return err }
 	first, err := firstOrdered(e)
 	if err != nil {
 		return fail(err)
 	}
 	res.Metrics["reopen.first.s"] = (d + first).Seconds()
-
-	for _, g := range []int{1, 2} {
-		ops, err := randomGets(e, g, t.Config.Keys, t.Config.ReadDur)
-		if err != nil {
-			return fail(err)
-		}
-		res.Metrics[fmt.Sprintf("get%d.ops", g)] = ops
-	}
-	sd, err := timedScan(e, t.Config.Keys)
-	if err != nil {
-		return fail(err)
-	}
-	res.Metrics["scan.s"] = sd.Seconds()
 	rss, err := peakRSS()
 	if err != nil {
 		return fail(err)
 	}
 	res.Metrics["reopen.rss"] = rss
+	res.Metrics["reopen.rsskey"] = rss / float64(t.Config.Keys)
+	sd, err := timedScan(e, t.Config.Keys)
+	if err != nil {
+		return fail(err)
+	}
+	res.Metrics["scan.cold.s"] = sd.Seconds()
+	return e.Close()
+}
 
+// childWarm opens the loaded store, reads every pair once (a full
+// ordered scan, untimed), and then times random Gets with 1 and 2
+// goroutines (which first alternates by round), a full ordered scan, and
+// the mixed workload, which writes, last.
+func childWarm(t *task, res *result) error {
+	e, err := engine.Open(t.Engine, t.Dir, engine.Options{})
+	if err != nil {
+		return err
+	}
+	fail := func(err error) error { e.Close(); return err }
+	if _, err := timedScan(e, t.Config.Keys); err != nil {
+		return fail(err)
+	}
+	gs := []int{1, 2}
+	if t.Round%2 == 1 {
+		gs = []int{2, 1}
+	}
+	for _, g := range gs {
+		ops, err := randomGets(e, g, t.Config.Keys, t.Config.ReadDur)
+		if err != nil {
+			return fail(err)
+		}
+		res.Metrics[fmt.Sprintf("get%d.warm.ops", g)] = ops
+	}
+	sd, err := timedScan(e, t.Config.Keys)
+	if err != nil {
+		return fail(err)
+	}
+	res.Metrics["scan.warm.s"] = sd.Seconds()
+	rss, err := peakRSS()
+	if err != nil {
+		return fail(err)
+	}
+	res.Metrics["warm.rss"] = rss
 	if err := mixed(e, t.Config, res); err != nil {
 		return fail(err)
 	}
@@ -616,8 +709,8 @@ func childReplayWrite(t *task, res *result) error {
 	return nil
 }
 
-// childReplayOpen opens the store childReplayWrite left, with its files
-// dropped from the page cache, times the open, and checks the contents.
+// childReplayOpen opens the store childReplayWrite left cold, times the
+// open, and checks the contents.
 func childReplayOpen(t *task, res *result) error {
 	e, d, size, err := coldOpen(t)
 	if err != nil {

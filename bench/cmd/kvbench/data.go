@@ -140,24 +140,3 @@ func dirBytes(dir string) (int64, error) {
 	})
 	return n, err
 }
-
-// evict syncs every file under dir and drops it from the page cache, so
-// that the open that follows reads from the disk as after a reboot. It
-// touches only these files, not the machine's other jobs.
-func evict(dir string) error {
-	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || !d.Type().IsRegular() {
-			return err
-		}
-		f, err := os.Open(p)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		// Dirty pages are not dropped: write them back first.
-		if err := unix.Fdatasync(int(f.Fd())); err != nil {
-			return fmt.Errorf("fdatasync %s: %w", p, err)
-		}
-		return unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED)
-	})
-}

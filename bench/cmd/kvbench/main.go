@@ -1,14 +1,17 @@
 // Command kvbench runs the same workloads on this module's kv store, its
-// peers (pebble, bbolt, badger) and a raw append+fdatasync file, in one
-// run, and prints a markdown table of medians, ranges and ratios.
+// peers (pebble, bbolt, badger, and walmap: tidwall/wal with a Go map) and
+// a raw append+fdatasync file, in one run, and prints markdown tables of
+// medians, ranges and per-round ratios, headed by the run's date, commit,
+// command and machine: a results file.
 //
-// Engines run interleaved (kv pebble bbolt badger raw, kv pebble …), each
-// workload of each engine in a process of its own (the program re-runs
-// itself with a hidden flag), so that one engine's heap and page cache
-// state do not tax the next and each peak RSS is its own.
+// Each workload of each engine runs in a process of its own (the program
+// re-runs itself with a hidden flag), so that one engine's heap and page
+// cache state do not tax the next and each peak RSS is its own; the order
+// of the engines rotates from one round to the next.
 //
 //	go run ./cmd/kvbench                 # the full run: 1M keys, 256 MiB, 3 rounds
 //	go run ./cmd/kvbench -short          # CI's smoke test: small sizes, 1 round
+//	go run ./cmd/kvbench -out results/NAME.md -json results/NAME.json   # a results file
 //
 // Every workload checks what it reads back (values, counts, scan order)
 // and the run fails if any check does; no timing is asserted.
@@ -29,6 +32,7 @@ import (
 	"time"
 
 	"github.com/kvstore/kv/bench/engine"
+	"github.com/kvstore/kv/bench/internal/runinfo"
 )
 
 // config is the size of a run; every child gets a copy.
@@ -43,6 +47,7 @@ type config struct {
 	ReplayRounds int           `json:"replay_rounds"`     // of the replay workload
 	Writers      []int         `json:"writers"`           // concurrent writers of the put workload
 	NoLoad       bool          `json:"no_load,omitempty"` // skip load, reopen, gets, scan and mixed
+	Cold         string        `json:"cold"`              // how a cold open drops the page cache: coldDrop or coldFadvise
 }
 
 func main() {
@@ -63,6 +68,7 @@ func main() {
 	writers := flag.String("writers", "1,16,64", "concurrent writers of the durable-put workload, comma-separated")
 	noLoad := flag.Bool("no-load", false, "skip the bulk load and what runs on it (reopen, gets, scan, mixed)")
 	from := flag.String("report", "", "print the report of a run saved with -json, and run nothing")
+	cold := flag.String("cold", "auto", "how a cold open empties the page cache: drop (drop_caches, needs root), fadvise (posix_fadvise DONTNEED on the store's files), auto (drop if allowed, else fadvise, said in the report)")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "usage: kvbench [flags]\n\n")
 		flag.VisitAll(func(f *flag.Flag) {
@@ -109,6 +115,15 @@ func main() {
 		c.Writers = append(c.Writers, n)
 	}
 	c.NoLoad = *noLoad
+	method, note, err := coldMethod(*cold)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "kvbench:", err)
+		os.Exit(2)
+	}
+	c.Cold = method
+	if note != "" {
+		fmt.Fprintln(os.Stderr, "kvbench:", note)
+	}
 	names := strings.Split(*engines, ",")
 	for _, n := range names {
 		if !slices.Contains(engine.Names, n) {
@@ -116,7 +131,7 @@ func main() {
 			os.Exit(2)
 		}
 	}
-	if err := run(c, names, *dir, *out, *profile, *save); err != nil {
+	if err := run(c, names, *dir, *out, *profile, *save, note); err != nil {
 		fmt.Fprintln(os.Stderr, "kvbench:", err)
 		os.Exit(1)
 	}
@@ -134,7 +149,7 @@ type runner struct {
 	res     results
 }
 
-func run(c config, engines []string, dir, out, profile, save string) error {
+func run(c config, engines []string, dir, out, profile, save, coldNote string) error {
 	exe, err := os.Executable()
 	if err != nil {
 		return err
@@ -156,6 +171,8 @@ func run(c config, engines []string, dir, out, profile, save string) error {
 			return err
 		}
 	}
+	// The run is described as it starts: the commit is the code that ran.
+	info := runinfo.Collect("./cmd/kvbench", base)
 	r := &runner{c: c, engines: engines, exe: exe, base: base, profile: profile, start: time.Now(), res: results{}}
 	r.progress("start: %d keys, batches of %d, %d MiB replay, %d rounds (%d of replay), engines %v, in %s",
 		c.Keys, c.Batch, c.ReplayBytes>>20, c.Rounds, c.ReplayRounds, engines, base)
@@ -173,8 +190,9 @@ func run(c config, engines []string, dir, out, profile, save string) error {
 		}
 	}
 	r.progress("done")
+	s := saved{Run: info, ColdNote: coldNote, Config: c, Engines: engines, Results: r.res}
 	if save != "" {
-		b, err := json.MarshalIndent(saved{Config: c, Engines: engines, Results: r.res}, "", "  ")
+		b, err := json.MarshalIndent(s, "", "  ")
 		if err != nil {
 			return err
 		}
@@ -182,14 +200,16 @@ func run(c config, engines []string, dir, out, profile, save string) error {
 			return err
 		}
 	}
-	return writeReport(c, engines, r.res, out)
+	return writeReport(s, out)
 }
 
 // saved is a run's figures as -json writes them.
 type saved struct {
-	Config  config   `json:"config"`
-	Engines []string `json:"engines"`
-	Results results  `json:"results"`
+	Run      runinfo.Info `json:"run"`
+	ColdNote string       `json:"cold_note,omitempty"` // why the cold method is not drop_caches
+	Config   config       `json:"config"`
+	Engines  []string     `json:"engines"`
+	Results  results      `json:"results"`
 }
 
 // rerender prints the report of a run saved with -json.
@@ -202,14 +222,14 @@ func rerender(name, out string) error {
 	if err := json.Unmarshal(b, &s); err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
-	return writeReport(s.Config, s.Engines, s.Results, out)
+	return writeReport(s, out)
 }
 
 // writeReport prints the report on stdout and, if out is set, writes it
 // there too.
-func writeReport(c config, engines []string, res results, out string) error {
+func writeReport(s saved, out string) error {
 	var buf bytes.Buffer
-	report(&buf, c, engines, res)
+	report(&buf, s)
 	if _, err := io.Copy(os.Stdout, bytes.NewReader(buf.Bytes())); err != nil {
 		return err
 	}
@@ -230,6 +250,9 @@ func (r *runner) child(t task) (result, error) {
 		name := fmt.Sprintf("%s-%s", t.Name, t.Engine)
 		if t.Writers > 0 {
 			name += fmt.Sprintf("-%d", t.Writers)
+		}
+		if t.Readers > 0 {
+			name += fmt.Sprintf("-g%d", t.Readers)
 		}
 		t.Profile = filepath.Join(r.profile, fmt.Sprintf("%s-r%d.pprof", name, r.cur+1))
 	}
@@ -261,12 +284,22 @@ func (r *runner) dir(parts ...string) string {
 	return filepath.Join(append([]string{r.base}, parts...)...)
 }
 
+// order returns the engines in the order of a round: rotated by one
+// engine each round, so that no engine always runs first (on a fresh
+// disk, a cool machine) or right after the same neighbour.
+func (r *runner) order(round int) []string {
+	n := len(r.engines)
+	k := round % n
+	return append(slices.Clone(r.engines[k:]), r.engines[:k]...)
+}
+
 // round runs one round of the put, load, reopen, get, scan and mixed
 // workloads, every engine in turn for each.
 func (r *runner) round(round int) error {
 	tag := fmt.Sprintf("round %d/%d", round+1, r.c.Rounds)
+	engines := r.order(round)
 	for _, w := range r.c.Writers {
-		for _, e := range r.engines {
+		for _, e := range engines {
 			d := r.dir(fmt.Sprintf("puts-%s-%d", e, w))
 			res, err := r.child(task{Name: "puts", Engine: e, Dir: d, Writers: w})
 			os.RemoveAll(d)
@@ -281,32 +314,55 @@ func (r *runner) round(round int) error {
 	if r.c.NoLoad {
 		return nil
 	}
-	for _, e := range r.engines {
+	for _, e := range engines {
 		d := r.dir("load-" + e)
 		res, err := r.child(task{Name: "load", Engine: e, Dir: d})
 		if err != nil {
 			return err
 		}
-		r.record(e, round, "load.", res)
-		r.progress("%s load %d keys, %-6s %s, peak RSS %s (%.0f B/key)", tag, r.c.Keys, e,
-			fmtDur(res.Metrics["s"]), fmtMiB(res.Metrics["rss"]), res.Metrics["rsskey"])
-	}
-	for _, e := range r.engines {
-		d := r.dir("load-" + e)
-		if e == "raw" {
-			os.RemoveAll(d)
-			continue
-		}
-		res, err := r.child(task{Name: "reopen", Engine: e, Dir: d})
-		os.RemoveAll(d)
-		if err != nil {
-			return err
-		}
 		r.record(e, round, "", res)
 		m := res.Metrics
-		r.progress("%s reopen %-6s %s; get %s/s, 2 goroutines %s/s; scan %s; mixed %s/s, p99 %s", tag, e,
-			fmtDur(m["reopen.s"]), fmtCount(m["get1.ops"]), fmtCount(m["get2.ops"]), fmtDur(m["scan.s"]),
-			fmtCount(m["mixed.ops"]), fmtDur(m["mixed.p99"]))
+		r.progress("%s load %d keys, %-6s %s, peak RSS %s (%.0f B/key); reopen in the same process %s, peak RSS %s", tag, r.c.Keys, e,
+			fmtDur(m["load.s"]), fmtMiB(m["load.rss"]), m["load.rsskey"], fmtDur(m["loadreopen.s"]), fmtMiB(m["loadreopen.rss"]))
+	}
+	// The reads: each cold figure in a process that empties the page
+	// cache and opens the store; the warm ones in a process that reads
+	// every pair once first. The warm process runs last on each store,
+	// since its mixed workload writes.
+	for _, kind := range []string{"coldget1", "coldget2", "coldscan", "warm"} {
+		for _, e := range engines {
+			if e == "raw" {
+				continue
+			}
+			t := task{Name: kind, Engine: e, Dir: r.dir("load-" + e), Round: round}
+			switch kind {
+			case "coldget1":
+				t.Name, t.Readers = "coldget", 1
+			case "coldget2":
+				t.Name, t.Readers = "coldget", 2
+			}
+			res, err := r.child(t)
+			if err != nil {
+				return err
+			}
+			r.record(e, round, "", res)
+			m := res.Metrics
+			switch kind {
+			case "coldget1", "coldget2":
+				r.progress("%s cold open and %d-goroutine gets, %-6s open %s, %s gets/s", tag, t.Readers, e,
+					fmtDur(m[fmt.Sprintf("get%d.cold.open.s", t.Readers)]), fmtCount(m[fmt.Sprintf("get%d.cold.ops", t.Readers)]))
+			case "coldscan":
+				r.progress("%s cold reopen %-6s %s, first ordered read at %s, scan %s, peak RSS %s", tag, e,
+					fmtDur(m["reopen.s"]), fmtDur(m["reopen.first.s"]), fmtDur(m["scan.cold.s"]), fmtMiB(m["reopen.rss"]))
+			case "warm":
+				r.progress("%s warm %-6s get %s/s, 2 goroutines %s/s; scan %s; mixed %s/s, p99 %s", tag, e,
+					fmtCount(m["get1.warm.ops"]), fmtCount(m["get2.warm.ops"]), fmtDur(m["scan.warm.s"]),
+					fmtCount(m["mixed.ops"]), fmtDur(m["mixed.p99"]))
+			}
+		}
+	}
+	for _, e := range engines {
+		os.RemoveAll(r.dir("load-" + e))
 	}
 	return nil
 }
@@ -327,7 +383,7 @@ func (r *runner) replayRound(round int) error {
 		r.progress("%s raw sequential read of %d MiB: %.0f MB/s cold, %.0f MB/s from the page cache; first touch of new memory %.0f MB/s", tag,
 			r.c.ReplayBytes>>20, res.Metrics["readbw.cold"], res.Metrics["readbw.hot"], res.Metrics["memtouch"])
 	}
-	for _, e := range r.engines {
+	for _, e := range r.order(round) {
 		if e == "raw" {
 			continue
 		}
