@@ -6,6 +6,7 @@
 // two engines, so that their ratio is taken within a round.
 //
 //	go run ./cmd/lockbench              # 5 rounds
+//	go run ./cmd/lockbench -out results/NAME.md   # a results file: the run (commit, command, machine) and the table
 //	go run ./cmd/lockbench -rounds 1 -cycles 100
 //
 // What it measures, per round:
@@ -31,6 +32,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -40,6 +42,7 @@ import (
 	"time"
 
 	"github.com/gofrs/flock"
+	"github.com/kvstore/kv/bench/internal/runinfo"
 	"github.com/kvstore/kv/filelock"
 	"github.com/kvstore/kv/kv"
 )
@@ -52,6 +55,7 @@ func main() {
 	procs := flag.Int("procs", 16, "contending processes")
 	perProc := flag.Int("per-proc", 10, "cycles of each contending process")
 	opens := flag.Int("opens", 200, "opens timed per round")
+	out := flag.String("out", "", "also write the report, headed by the run's date, commit, command and machine, to this file")
 	flag.Parse()
 	if *child != "" {
 		if err := runChild(*child, *dir, *perProc); err != nil {
@@ -60,7 +64,7 @@ func main() {
 		}
 		return
 	}
-	if err := run(*dir, *rounds, *cycles, *procs, *perProc, *opens); err != nil {
+	if err := run(*dir, *rounds, *cycles, *procs, *perProc, *opens, *out); err != nil {
 		fmt.Fprintln(os.Stderr, "lockbench:", err)
 		os.Exit(1)
 	}
@@ -69,7 +73,7 @@ func main() {
 // figures of one round, in seconds per operation.
 type round map[string]float64
 
-func run(base string, rounds, cycles, procs, perProc, opens int) error {
+func run(base string, rounds, cycles, procs, perProc, opens int, out string) error {
 	if base == "" {
 		d, err := os.MkdirTemp("", "lockbench")
 		if err != nil {
@@ -78,6 +82,8 @@ func run(base string, rounds, cycles, procs, perProc, opens int) error {
 		defer os.RemoveAll(d)
 		base = d
 	}
+	// The run is described as it starts: the commit is the code that ran.
+	info := runinfo.Collect("./cmd/lockbench", base)
 	var rs []round
 	for r := range rounds {
 		fmt.Fprintf(os.Stderr, "round %d of %d\n", r+1, rounds)
@@ -172,8 +178,14 @@ func run(base string, rounds, cycles, procs, perProc, opens int) error {
 		}
 		rs = append(rs, rd)
 	}
-	report(rs, procs, perProc)
-	return nil
+	report(os.Stdout, rs, procs, perProc)
+	if out == "" {
+		return nil
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "# lockbench results\n\n%s\n", info.Markdown())
+	report(&b, rs, procs, perProc)
+	return os.WriteFile(out, []byte(b.String()), 0o644)
 }
 
 // timeEach returns the mean seconds of f over n calls, or -1 if one
@@ -285,7 +297,8 @@ func runChild(eng, target string, n int) error {
 	return nil
 }
 
-func report(rs []round, procs, perProc int) {
+// report writes the table of medians and per-round ratios.
+func report(w io.Writer, rs []round, procs, perProc int) {
 	med := func(name string) (float64, float64, float64) {
 		var v []float64
 		for _, r := range rs {
@@ -302,9 +315,9 @@ func report(rs []round, procs, perProc int) {
 		slices.Sort(v)
 		return v[len(v)/2], v[0], v[len(v)-1]
 	}
-	fmt.Printf("## filelock against gofrs/flock: %d round(s); %d contending processes, %d cycles each\n\n", len(rs), procs, perProc)
-	fmt.Println("| | filelock | gofrs/flock | ratio (median, range) |")
-	fmt.Println("|---|---|---|---|")
+	fmt.Fprintf(w, "## filelock against gofrs/flock: %d round(s); %d contending processes, %d cycles each\n\n", len(rs), procs, perProc)
+	fmt.Fprintln(w, "| | filelock | gofrs/flock | ratio (median, range) |")
+	fmt.Fprintln(w, "|---|---|---|---|")
 	rows := []struct{ label, a, b string }{
 		{"store open (each lock operation of a short-lived process)", "kv store open", "flock file open"},
 		{"Open / New", "kv Open", "flock New"},
@@ -318,7 +331,7 @@ func report(rs []round, procs, perProc int) {
 		a, _, _ := med(r.a)
 		b, _, _ := med(r.b)
 		m, lo, hi := ratio(r.a, r.b)
-		fmt.Printf("| %s | %s | %s | %.1f× (%.1f–%.1f×) |\n", r.label, dur(a), dur(b), m, lo, hi)
+		fmt.Fprintf(w, "| %s | %s | %s | %.1f× (%.1f–%.1f×) |\n", r.label, dur(a), dur(b), m, lo, hi)
 	}
 }
 
