@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/kvstore/kv/kv"
 )
@@ -29,6 +30,15 @@ func openKV(dir string, o Options) (Engine, error) {
 // AvgGroupSize returns the store's average group commit size since it
 // was opened.
 func (e *kvEngine) AvgGroupSize() float64 { return e.s.Stats().AvgGroupSize }
+
+// Note says what the store did besides the workload since it was opened:
+// what its recovery replayed and the checkpoints it wrote (a background
+// checkpoint shares the machine with the workload).
+func (e *kvEngine) Note() string {
+	st := e.s.Stats()
+	return fmt.Sprintf("kv: recovery replayed %d records (%d bytes, snapshot %v); %d checkpoints since open",
+		st.RecoveryReplayed, st.RecoveryBytes, st.RecoverySnapshot, st.Checkpoints)
+}
 
 func (e *kvEngine) Put(key, value []byte) error {
 	_, err := e.s.Put(key, value)

@@ -194,6 +194,15 @@ func childPuts(t *task, res *result) error {
 	return e.Close()
 }
 
+// noteOf returns what the engine says it did besides the workload (kv:
+// recovery and checkpoints), or "".
+func noteOf(e engine.Engine) string {
+	if n, ok := e.(interface{ Note() string }); ok {
+		return n.Note()
+	}
+	return ""
+}
+
 // groupSize returns the kv store's average group commit size.
 func groupSize(e engine.Engine) (float64, bool) {
 	s, ok := e.(interface{ AvgGroupSize() float64 })
@@ -325,6 +334,7 @@ func childLoad(t *task, res *result) error {
 		e.Close()
 		return err
 	}
+	res.Note = noteOf(e)
 	if err := e.Close(); err != nil {
 		return err
 	}
@@ -413,6 +423,7 @@ func childColdGet(t *task, res *result) error {
 		return err
 	}
 	res.Metrics[fmt.Sprintf("get%d.cold.ops", t.Readers)] = ops
+	res.Note = noteOf(e)
 	return e.Close()
 }
 
@@ -445,6 +456,7 @@ func childColdScan(t *task, res *result) error {
 		return fail(err)
 	}
 	res.Metrics["scan.cold.s"] = sd.Seconds()
+	res.Note = noteOf(e)
 	return e.Close()
 }
 
@@ -482,6 +494,7 @@ func childWarm(t *task, res *result) error {
 		return fail(err)
 	}
 	res.Metrics["warm.rss"] = rss
+	res.Note = noteOf(e) + " (before the mixed workload)"
 	if err := mixed(e, t.Config, res); err != nil {
 		return fail(err)
 	}

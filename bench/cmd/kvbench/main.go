@@ -147,6 +147,7 @@ type runner struct {
 	cur     int    // the round running
 	start   time.Time
 	res     results
+	load    []float64 // the 1-minute load average before each child
 }
 
 func run(c config, engines []string, dir, out, profile, save, coldNote string) error {
@@ -190,7 +191,7 @@ func run(c config, engines []string, dir, out, profile, save, coldNote string) e
 		}
 	}
 	r.progress("done")
-	s := saved{Run: info, ColdNote: coldNote, Config: c, Engines: engines, Results: r.res}
+	s := saved{Run: info, ColdNote: coldNote, Config: c, Engines: engines, Results: r.res, Load: r.load}
 	if save != "" {
 		b, err := json.MarshalIndent(s, "", "  ")
 		if err != nil {
@@ -210,6 +211,19 @@ type saved struct {
 	Config   config       `json:"config"`
 	Engines  []string     `json:"engines"`
 	Results  results      `json:"results"`
+	Load     []float64    `json:"load"` // the 1-minute load average before each child
+}
+
+// loadAverage returns the machine's 1-minute load average: how many
+// other runnable jobs shared the machine with the run.
+func loadAverage() (float64, bool) {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0, false
+	}
+	var l float64
+	_, err = fmt.Sscan(string(b), &l)
+	return l, err == nil
 }
 
 // rerender prints the report of a run saved with -json.
@@ -259,6 +273,9 @@ func (r *runner) child(t task) (result, error) {
 	arg, err := json.Marshal(t)
 	if err != nil {
 		return result{}, err
+	}
+	if l, ok := loadAverage(); ok {
+		r.load = append(r.load, l)
 	}
 	cmd := exec.Command(r.exe, "-child", string(arg))
 	cmd.Stderr = os.Stderr
@@ -322,8 +339,8 @@ func (r *runner) round(round int) error {
 		}
 		r.record(e, round, "", res)
 		m := res.Metrics
-		r.progress("%s load %d keys, %-6s %s, peak RSS %s (%.0f B/key); reopen in the same process %s, peak RSS %s", tag, r.c.Keys, e,
-			fmtDur(m["load.s"]), fmtMiB(m["load.rss"]), m["load.rsskey"], fmtDur(m["loadreopen.s"]), fmtMiB(m["loadreopen.rss"]))
+		r.progress("%s load %d keys, %-6s %s, peak RSS %s (%.0f B/key); reopen in the same process %s, peak RSS %s %s", tag, r.c.Keys, e,
+			fmtDur(m["load.s"]), fmtMiB(m["load.rss"]), m["load.rsskey"], fmtDur(m["loadreopen.s"]), fmtMiB(m["loadreopen.rss"]), res.Note)
 	}
 	// The reads: each cold figure in a process that empties the page
 	// cache and opens the store; the warm ones in a process that reads
@@ -358,6 +375,9 @@ func (r *runner) round(round int) error {
 				r.progress("%s warm %-6s get %s/s, 2 goroutines %s/s; scan %s; mixed %s/s, p99 %s", tag, e,
 					fmtCount(m["get1.warm.ops"]), fmtCount(m["get2.warm.ops"]), fmtDur(m["scan.warm.s"]),
 					fmtCount(m["mixed.ops"]), fmtDur(m["mixed.p99"]))
+			}
+			if res.Note != "" {
+				r.progress("%s %s %s: %s", tag, kind, e, res.Note)
 			}
 		}
 	}

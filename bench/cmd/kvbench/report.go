@@ -263,6 +263,10 @@ func report(w io.Writer, s saved) {
 	fmt.Fprintf(w, "\n- warm: in a process that opened the store and read every pair once in a full ordered scan before the figure\n")
 	fmt.Fprintf(w, "- sizes: %s keys of %d bytes with %d-byte values; batches of %d; %d MiB replay (%d puts of %d log bytes); rounds: %d (%d of replay); puts %v, gets %v, mixed %v per run\n",
 		fmtKeys(c.Keys), keySize, valueSize, c.Batch, c.ReplayBytes>>20, replayWrites(c), kvLogBytesPerPut(), c.Rounds, c.ReplayRounds, c.PutDur, c.ReadDur, c.MixedDur)
+	if l := spreadOf(s.Load); l.n > 0 {
+		fmt.Fprintf(w, "- load: the machine's 1-minute load average (`/proc/loadavg`) before each of the run's %d steps, which counts the run's own step before it too: median %.1f (%.1f–%.1f)\n",
+			l.n, l.med, l.lo, l.hi)
+	}
 	fmt.Fprintf(w, "- engines, in the order of the first round (each round starts one engine later): %s\n", strings.Join(engines, " "))
 
 	fmt.Fprintf(w, "\n## Figures\n\nMedian (min–max) over the rounds; ↑ higher is better, ↓ lower is better.\n\n")
