@@ -143,3 +143,29 @@ func TestKVLogBytesPerPut(t *testing.T) {
 		t.Fatalf("kvLogBytesPerPut() = %d, want %d", got, want)
 	}
 }
+
+// TestReportRatios checks the ratio table on made-up figures: kv's figure
+// over each engine's in the same round, the median and range of those.
+func TestReportRatios(t *testing.T) {
+	c := config{Keys: 1_000_000, Batch: 1000, ReadDur: 3e9, Rounds: 2, Writers: []int{1}, Cold: coldDrop}
+	res := results{}
+	for round, v := range []struct{ kv, walmap, pebble float64 }{{200, 100, 50}, {300, 100, 100}} {
+		res.add("kv", "get1.warm.ops", round, v.kv)
+		res.add("walmap", "get1.warm.ops", round, v.walmap)
+		res.add("pebble", "get1.warm.ops", round, v.pebble)
+	}
+	var b strings.Builder
+	report(&b, saved{Config: c, Engines: []string{"kv", "pebble", "walmap"}, Results: res, Load: []float64{1, 2, 3}})
+	out := b.String()
+	for _, want := range []string{
+		"| row | workload | kv ÷ pebble | kv ÷ walmap |",
+		"| get1.warm.ops | random Get on 1M keys, 1 goroutine, warm (after a full scan) ↑ | 3.50× (3.00×–4.00×) | 2.50× (2.00×–3.00×) |",
+		"| get1.warm.ops | random Get on 1M keys, 1 goroutine, warm (after a full scan) ↑ | 250 (200–300) | 75 (50–100) | 100 |",
+		"drop_caches",
+		"median 2.0 (1.0–3.0)",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the report has no %q:\n%s", want, out)
+		}
+	}
+}

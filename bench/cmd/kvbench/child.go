@@ -494,7 +494,9 @@ func childWarm(t *task, res *result) error {
 		return fail(err)
 	}
 	res.Metrics["warm.rss"] = rss
-	res.Note = noteOf(e) + " (before the mixed workload)"
+	if n := noteOf(e); n != "" {
+		res.Note = n + " (before the mixed workload)"
+	}
 	if err := mixed(e, t.Config, res); err != nil {
 		return fail(err)
 	}

@@ -212,6 +212,7 @@ type saved struct {
 	Engines  []string     `json:"engines"`
 	Results  results      `json:"results"`
 	Load     []float64    `json:"load"` // the 1-minute load average before each child
+	Rendered string       `json:"-"`    // the commit that rendered a saved run again, if it did
 }
 
 // loadAverage returns the machine's 1-minute load average: how many
@@ -236,6 +237,7 @@ func rerender(name, out string) error {
 	if err := json.Unmarshal(b, &s); err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
+	s.Rendered = runinfo.Collect("./cmd/kvbench", ".").Commit
 	return writeReport(s, out)
 }
 
