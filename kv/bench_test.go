@@ -7,7 +7,7 @@ package kv_test
 // yardstick of the same run.
 //
 // Nothing here runs without -bench. The big fixtures (1M keys, 256 MiB of
-// log) are built on first use and removed by TestMain.
+// log) are built on first use and removed by TestMain (main_test.go).
 //
 //	go test ./kv/ -run '^$' -bench . -benchtime 2s -count 3 | tee new.txt
 //	benchstat new.txt
@@ -46,12 +46,6 @@ var benchValue = func() []byte {
 	}
 	return v
 }()
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	fixtures.cleanup()
-	os.Exit(code)
-}
 
 // benchFixtures are built on first use by a benchmark, never by plain go
 // test, and shared by the benchmarks of one process.

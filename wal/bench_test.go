@@ -11,12 +11,6 @@ import (
 	"github.com/kvstore/kv/wal"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	replayLog.cleanup()
-	os.Exit(code)
-}
-
 func BenchmarkAppend(b *testing.B) {
 	// Keep the in-memory log small: rotate (outside the timer) and drop
 	// the sealed segment every few MiB, so that memory stays flat.
@@ -65,7 +59,7 @@ func byteSize(n int) string {
 
 // replayLog is the log BenchmarkReplay reads: built on the first run of
 // the benchmark only, so that plain go test stays fast, and removed by
-// TestMain.
+// TestMain (main_test.go).
 var replayLog replayLogState
 
 type replayLogState struct {
