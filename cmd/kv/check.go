@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"github.com/kvstore/kv/recovery"
@@ -62,106 +61,6 @@ something is corrupt.`,
 			return nil
 		},
 	}
-}
-
-type statOpts struct{ json bool }
-
-func newStatCmd(g *globalOpts) *cobra.Command {
-	o := &statOpts{}
-	c := &cobra.Command{
-		Use:   "stat DIR",
-		Short: "Describe the segments, the snapshot and the map",
-		Long: `stat lists the log segments with their sizes and record counts, the
-snapshot with the segment it covers and its revision, and the number of
-keys and their bytes. Like check, it writes nothing.`,
-		Example: `  kv data stat
-  kv data stat --json`,
-		Args: args(1, 1),
-		RunE: func(cmd *cobra.Command, a []string) error {
-			rep, err := checkDir(a[0])
-			if err != nil {
-				return err
-			}
-			w := cmd.OutOrStdout()
-			if o.json {
-				return json.NewEncoder(w).Encode(statJSON(rep))
-			}
-			if rep.HasSnapshot && rep.SnapshotErr == nil {
-				fmt.Fprintf(w, "snapshot  covers log.%s  revision %d  %d keys\n", rep.Snapshot.Covered, rep.Snapshot.Revision, rep.Snapshot.Count)
-			} else if rep.SnapshotErr != nil {
-				fmt.Fprintf(w, "snapshot  damaged: %s\n", describe(rep.SnapshotErr))
-			} else {
-				fmt.Fprintf(w, "snapshot  none\n")
-			}
-			for _, s := range rep.Segments {
-				state := "open"
-				switch {
-				case s.Covered:
-					state = "covered (deleted at next open)"
-				case s.Err != nil:
-					state = "corrupt: " + describe(s.Err)
-				case s.Torn:
-					state = fmt.Sprintf("torn tail at %d", s.End)
-				case s.Sealed:
-					state = "sealed"
-				}
-				revs := ""
-				if s.Records > 0 {
-					revs = fmt.Sprintf("  revisions %d-%d", s.FirstRev, s.LastRev)
-				}
-				fmt.Fprintf(w, "log.%s  %d bytes  %d records%s  %s\n", s.Segment, s.Size, s.Records, revs, state)
-			}
-			if rep.Clean() {
-				fmt.Fprintf(w, "map       %d keys  %d bytes  revision %d\n", rep.Keys, rep.Bytes, rep.Revision)
-			}
-			return nil
-		},
-	}
-	c.Flags().BoolVar(&o.json, "json", false, "print one JSON object")
-	return c
-}
-
-func statJSON(rep *recovery.Report) any {
-	type seg struct {
-		Name     string `json:"name"`
-		Size     int64  `json:"size"`
-		Records  int    `json:"records"`
-		FirstRev uint64 `json:"first_revision,omitempty"`
-		LastRev  uint64 `json:"last_revision,omitempty"`
-		Sealed   bool   `json:"sealed"`
-		Covered  bool   `json:"covered"`
-		Torn     bool   `json:"torn"`
-		Error    string `json:"error,omitempty"`
-	}
-	type snap struct {
-		Covered  string `json:"covers"`
-		Revision uint64 `json:"revision"`
-		Keys     uint64 `json:"keys"`
-		Error    string `json:"error,omitempty"`
-	}
-	out := struct {
-		Snapshot *snap  `json:"snapshot"`
-		Segments []seg  `json:"segments"`
-		Keys     int    `json:"keys"`
-		Bytes    int64  `json:"bytes"`
-		Revision uint64 `json:"revision"`
-		Clean    bool   `json:"clean"`
-	}{Segments: []seg{}, Keys: rep.Keys, Bytes: rep.Bytes, Revision: uint64(rep.Revision), Clean: rep.Clean()}
-	if rep.HasSnapshot {
-		out.Snapshot = &snap{Covered: "log." + rep.Snapshot.Covered.String(), Revision: uint64(rep.Snapshot.Revision), Keys: rep.Snapshot.Count}
-		if rep.SnapshotErr != nil {
-			out.Snapshot = &snap{Error: describe(rep.SnapshotErr)}
-		}
-	}
-	for _, s := range rep.Segments {
-		j := seg{Name: "log." + s.Segment.String(), Size: s.Size, Records: s.Records, FirstRev: uint64(s.FirstRev),
-			LastRev: uint64(s.LastRev), Sealed: s.Sealed, Covered: s.Covered, Torn: s.Torn}
-		if s.Err != nil {
-			j.Error = describe(s.Err)
-		}
-		out.Segments = append(out.Segments, j)
-	}
-	return out
 }
 
 // checkDir runs recovery.Check on an existing data directory.

@@ -1,0 +1,74 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/kvstore/kv/filelock"
+	"github.com/kvstore/kv/kv"
+	"github.com/spf13/cobra"
+)
+
+// fenceFlag is --fence NAME:TOKEN on put, del and add.
+type fenceFlag struct{ spec string }
+
+func (f *fenceFlag) add(c *cobra.Command) {
+	c.Flags().StringVar(&f.spec, "fence", "", "commit only while lock NAME is held with TOKEN (NAME:TOKEN, such as job:$KV_FENCE_TOKEN); else exit 4")
+}
+
+// writer returns s, or its fenced writer under --fence.
+func (f *fenceFlag) writer(s *kv.Store) (storeWriter, error) {
+	if f.spec == "" {
+		return s, nil
+	}
+	name, tok, ok := cutLast(f.spec, ':')
+	token, err := strconv.ParseInt(tok, 10, 64)
+	if !ok || err != nil || token <= 0 {
+		return nil, usagef("--fence %q: want NAME:TOKEN, TOKEN a decimal number above 0", f.spec)
+	}
+	fence, err := filelock.StoreFence(s, name, token)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	return fencedWriter{s.Fenced(fence), name, token}, nil
+}
+
+func cutLast(s string, sep byte) (string, string, bool) {
+	for i := len(s) - 1; i >= 0; i-- {
+		if s[i] == sep {
+			return s[:i], s[i+1:], true
+		}
+	}
+	return s, "", false
+}
+
+// storeWriter is what put, del and add write through: the store, or a
+// fenced writer.
+type storeWriter interface {
+	Put(key, value []byte) (kv.Revision, error)
+	Delete(key []byte) (kv.Revision, error)
+	Add(key []byte, delta int64) (int64, kv.Revision, error)
+}
+
+type fencedWriter struct {
+	*kv.FencedWriter
+	name  string
+	token int64
+}
+
+// fencedError words a refused fenced write, with its exit code.
+func fencedError(err error, spec string) error {
+	if !errors.Is(err, kv.ErrFenced) {
+		return err
+	}
+	return exitError{code: exitFenced, msg: fmt.Sprintf("fenced: %s is not the current holder's token, nothing written (%v)", spec, trimKV(err))}
+}
+
+func trimKV(err error) string {
+	s := err.Error()
+	if len(s) > 4 && s[:4] == "kv: " {
+		return s[4:]
+	}
+	return s
+}
