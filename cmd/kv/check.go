@@ -55,7 +55,7 @@ something is corrupt.`,
 					}
 				}
 				fmt.Fprintf(w, "corrupt: %d problem(s); %s, %d segment(s) to replay; recovery will refuse this directory (see 'kv DIR repair')\n", n, snap, live)
-				return exitError{code: 1}
+				return exitError{code: exitFailed}
 			}
 			fmt.Fprintf(w, "ok: %s, %d segment(s) to replay, %d keys at revision %d\n", snap, live, rep.Keys, rep.Revision)
 			return nil

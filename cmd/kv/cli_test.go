@@ -315,3 +315,38 @@ func TestReadAfterCrashedWriter(t *testing.T) {
 		t.Errorf("after get recovered the directory, a read-only open: %v %v", e, err)
 	}
 }
+
+// TestExitCodes: a mistake in the command line exits with exitUsage,
+// whether kv or cobra finds it, and a failed command with exitFailed.
+func TestExitCodes(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		name   string
+		args   []string
+		code   int
+		stderr string
+	}{
+		{"unknown command", []string{"nosuchcommand"}, exitUsage, `unknown command "nosuchcommand" for "kv"`},
+		{"unknown command, as a suggestion", []string{"dupm"}, exitUsage, "Did you mean this?"},
+		{"directory without a command", []string{dir}, exitUsage, "unknown command"},
+		{"unknown flag", []string{"dump", dir, "--no-such-flag"}, exitUsage, "unknown flag: --no-such-flag"},
+		{"unknown shorthand", []string{"dump", dir, "-z"}, exitUsage, "unknown shorthand flag"},
+		{"too few arguments", []string{dir, "put", "k"}, exitUsage, "put: wrong number of arguments"},
+		{"too many arguments", []string{"killtest", "recovery", "extra"}, exitUsage, "wrong number of arguments"},
+		{"cobra's argument check", []string{"completion", "bash", "extra"}, exitUsage, `unknown command "extra"`},
+		{"bad flag value", []string{"--sync", "sometimes", dir, "put", "k", "v"}, exitUsage, "--sync"},
+		{"missing key", []string{dir, "get", "k"}, exitFailed, "key k not found"},
+		{"no such directory", []string{filepath.Join(dir, "none"), "dump"}, exitFailed, "no such data directory"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, stderr := kvRun(t, "", tc.args...)
+			if code != tc.code || !strings.Contains(stderr, tc.stderr) {
+				t.Errorf("kv %s: exit %d, stderr %q; want exit %d and %q", strings.Join(tc.args, " "), code, stderr, tc.code, tc.stderr)
+			}
+			if tc.code == exitUsage && !strings.HasSuffix(stderr, "Run 'kv --help' for usage.\n") {
+				t.Errorf("kv %s: no hint in %q", strings.Join(tc.args, " "), stderr)
+			}
+		})
+	}
+}

@@ -152,7 +152,7 @@ func (o *crashsimOpts) print(cmd *cobra.Command, reps []*killtest.Report, note s
 		}
 	}
 	if bad {
-		return exitError{code: 1, msg: "crashsim: bad states found"}
+		return exitError{code: exitFailed, msg: "crashsim: bad states found"}
 	}
 	return nil
 }

@@ -9,6 +9,8 @@ const (
 	exitFailed = 1
 	// exitUsage: the command line is wrong.
 	exitUsage = 2
+	// exitInternal: kv panicked, a bug of its own.
+	exitInternal = 3
 	// exitFenced: a write under --fence NAME:TOKEN was refused because
 	// the token is not the lock's current one; nothing was written.
 	exitFenced = 4
@@ -23,4 +25,8 @@ const (
 	// could not be started, as a shell says it.
 	exitCannotRun = 126
 	exitNotFound  = 127
+	// exitSignaled plus the signal's number: "kv DIR lock --wait D" was
+	// interrupted by that signal while it waited, as a shell reports a
+	// command the signal ended.
+	exitSignaled = 128
 )

@@ -109,10 +109,10 @@ func killtestReport(w io.Writer, res *killtest.KillResult, err error, expectBad 
 		return nil
 	}
 	if expectBad {
-		return exitError{code: 1, msg: fmt.Sprintf("killtest: --expect-bad, but all %d runs had the expected outcome", res.Runs)}
+		return exitError{code: exitFailed, msg: fmt.Sprintf("killtest: --expect-bad, but all %d runs had the expected outcome", res.Runs)}
 	}
 	if res.Interrupted {
-		return exitError{code: 1, msg: "killtest: interrupted"}
+		return exitError{code: exitFailed, msg: "killtest: interrupted"}
 	}
-	return exitError{code: 1, msg: fmt.Sprintf("killtest: %d of %d runs had a bad outcome", res.Bad(), res.Runs)}
+	return exitError{code: exitFailed, msg: fmt.Sprintf("killtest: %d of %d runs had a bad outcome", res.Bad(), res.Runs)}
 }

@@ -122,7 +122,7 @@ func load(s *kv.Store, in io.Reader, out io.Writer, ack bool) (int, error) {
 		// The operations before the bad line are committed: say so.
 		var ue usageError
 		if errors.As(perr, &ue) {
-			return n, exitError{code: 1, msg: fmt.Sprintf("%v (the %d operations before it are committed)", ue.error, n)}
+			return n, exitError{code: exitFailed, msg: fmt.Sprintf("%v (the %d operations before it are committed)", ue.error, n)}
 		}
 		return n, perr
 	}

@@ -151,7 +151,7 @@ func runLock(cmd *cobra.Command, g *globalOpts, o *lockOpts, dir, name string, a
 	if err != nil {
 		switch {
 		case interrupted != nil:
-			return exitError{code: 128 + int(interrupted.(syscall.Signal)), msg: fmt.Sprintf("lock %s: interrupted while waiting (%v)", name, interrupted)}
+			return exitError{code: exitSignaled + int(interrupted.(syscall.Signal)), msg: fmt.Sprintf("lock %s: interrupted while waiting (%v)", name, interrupted)}
 		case errors.Is(err, filelock.ErrLocked):
 			return exitError{code: exitTempFail, msg: lockedMessage(err, o.wait)}
 		}

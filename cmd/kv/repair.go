@@ -65,7 +65,7 @@ drops committed records. A torn tail needs no repair: recovery cuts it.`,
 				fmt.Fprintf(w, "drops %s\n", d)
 			}
 			if !o.yes {
-				return exitError{code: 1, msg: "refusing to drop committed data without --yes (the plan above changes nothing until then)"}
+				return exitError{code: exitFailed, msg: "refusing to drop committed data without --yes (the plan above changes nothing until then)"}
 			}
 			err = plan.Apply(vfs.OS, func(step string) { fmt.Fprintf(w, "done: %s\n", step) })
 			if err != nil {

@@ -37,7 +37,7 @@ type globalOpts struct {
 	bug             string
 }
 
-// usageError is a mistake in the command line: exit code 2 and a hint.
+// usageError is a mistake in the command line: exitUsage and a hint.
 type usageError struct{ error }
 
 func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
@@ -47,21 +47,22 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 	defer func() {
 		if r := recover(); r != nil {
 			fmt.Fprintf(stderr, "kv: internal error: %v (please report it)\n", r)
-			code = 3
+			code = exitInternal
 		}
 	}()
 	root := newRoot(stdin, stdout, stderr)
 	root.SetArgs(rewriteArgs(root, args))
-	err := root.Execute()
+	cmd, err := root.ExecuteC()
 	if err == nil {
 		return 0
 	}
+	// The root command runs nothing: an error that ends there is cobra's
+	// lookup of the command (an unknown one). Its flag errors and every
+	// command's argument checks are usageErrors already (newRoot).
 	var ue usageError
-	msg := err.Error()
-	if errors.As(err, &ue) || strings.HasPrefix(msg, "unknown command") || strings.HasPrefix(msg, "unknown flag") ||
-		strings.HasPrefix(msg, "unknown shorthand") || strings.Contains(msg, "arg(s)") {
-		fmt.Fprintf(stderr, "kv: %s\nRun 'kv --help' for usage.\n", msg)
-		return 2
+	if errors.As(err, &ue) || cmd == root {
+		fmt.Fprintf(stderr, "kv: %s\nRun 'kv --help' for usage.\n", err)
+		return exitUsage
 	}
 	var ex exitError
 	if errors.As(err, &ex) {
@@ -71,7 +72,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 		return ex.code
 	}
 	fmt.Fprintf(stderr, "kv: %s\n", strings.TrimPrefix(describe(err), "kv: "))
-	return 1
+	return exitFailed
 }
 
 // keyError words a failed operation on key.
@@ -156,7 +157,29 @@ workload, double-apply bug and crash checkers kv follows.`,
 		newRepairCmd(g), newDemoCmd(g), newCrashsimCmd(g),
 		newKilltestCmd(g), newLockCmd(g), newLocksCmd(g),
 	)
+	// Cobra adds its completion command when it executes; added now, its
+	// argument checks become usage errors with everyone else's.
+	root.InitDefaultCompletionCmd()
+	usageArgs(root)
 	return root
+}
+
+// usageArgs makes the argument check of c and of every command below it
+// return a usageError (exit code 2), cobra's own checks included.
+func usageArgs(c *cobra.Command) {
+	if check := c.Args; check != nil {
+		c.Args = func(cmd *cobra.Command, a []string) error {
+			err := check(cmd, a)
+			var ue usageError
+			if err != nil && !errors.As(err, &ue) {
+				return usageError{err}
+			}
+			return err
+		}
+	}
+	for _, sub := range c.Commands() {
+		usageArgs(sub)
+	}
 }
 
 func buildVersion() string {
