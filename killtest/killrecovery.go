@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/kvstore/kv/internal/opmodel"
 )
 
 // KillProgress is the state of a kill-driver run, reported after every
@@ -69,18 +70,6 @@ type KillRecoveryOptions struct {
 	Note     func(string)
 }
 
-// killArticleOps is the article's workload as load lines, from the same
-// fixture as ArticleOps: the correct map is c=55, d=7, k1, k2, k4 and k5.
-func killArticleOps() []string {
-	var ops []string
-	for _, line := range strings.Split(articleOpsText, "\n") {
-		if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
-			ops = append(ops, line)
-		}
-	}
-	return ops
-}
-
 // killPadValue is the size of a filler put: one fills a killPadSegment.
 const (
 	killPadValue   = 1024
@@ -98,7 +87,7 @@ func killRecoveryOps(n int) []string {
 			ops = append(ops, "put pad "+strings.Repeat(string(rune('a'+i/2%26)), killPadValue))
 		}
 	}
-	return append(ops, killArticleOps()...)
+	return append(ops, opmodel.Article()...)
 }
 
 // killModel applies "put K V", "del K" and "add K N" lines to m.

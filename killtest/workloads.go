@@ -1,8 +1,6 @@
 package killtest
 
 import (
-	"bufio"
-	_ "embed"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -11,57 +9,17 @@ import (
 	"runtime"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
 
+	"github.com/kvstore/kv/internal/opmodel"
 	"github.com/kvstore/kv/kv"
 	"github.com/kvstore/kv/record"
 	"github.com/kvstore/kv/vfs"
 	"github.com/kvstore/kv/wal"
 )
 
-//go:embed testdata/article.ops
-var articleOpsText string
-
 // dataDir is where the simulated workloads keep their data directory.
 const dataDir = "/data"
-
-// ParseOps reads "put K V", "del K" and "add K N" lines; blank lines and
-// # comments are skipped.
-func ParseOps(text string) ([]kv.Op, error) {
-	var ops []kv.Op
-	sc := bufio.NewScanner(strings.NewReader(text))
-	for line := 1; sc.Scan(); line++ {
-		f := strings.Fields(sc.Text())
-		if len(f) == 0 || strings.HasPrefix(f[0], "#") {
-			continue
-		}
-		switch {
-		case f[0] == "put" && len(f) == 3:
-			ops = append(ops, kv.PutOp([]byte(f[1]), []byte(f[2])))
-		case f[0] == "del" && len(f) == 2:
-			ops = append(ops, kv.DeleteOp([]byte(f[1])))
-		case f[0] == "add" && len(f) == 3:
-			n, err := strconv.ParseInt(f[2], 10, 64)
-			if err != nil {
-				return nil, fmt.Errorf("line %d: %w", line, err)
-			}
-			ops = append(ops, kv.AddOp([]byte(f[1]), n))
-		default:
-			return nil, fmt.Errorf("line %d: %q", line, sc.Text())
-		}
-	}
-	return ops, sc.Err()
-}
-
-// ArticleOps are the article's 17 operations.
-func ArticleOps() []kv.Op {
-	ops, err := ParseOps(articleOpsText)
-	if err != nil {
-		panic(err) // the embedded fixture is part of the build
-	}
-	return ops
-}
 
 // prepare runs ops on a fresh directory with opts and returns the
 // directory as it is left after Close, without a checkpoint.
@@ -281,7 +239,7 @@ var smallOptions = kv.Options{SegmentSize: 1024, CheckpointBytes: 4096}
 
 // Workloads returns the named workloads; n sizes the generated ones.
 func Workloads(n int, seed uint64) ([]Workload, error) {
-	article := ArticleOps()
+	article := opmodel.ArticleOps()
 	articleDir, err := prepare(article, kv.Options{})
 	if err != nil {
 		return nil, err

@@ -8,8 +8,8 @@ import (
 	"path"
 	"strings"
 
+	"github.com/kvstore/kv/internal/opmodel"
 	"github.com/kvstore/kv/internal/variant"
-	"github.com/kvstore/kv/killtest"
 	"github.com/kvstore/kv/kv"
 	"github.com/kvstore/kv/snapshot"
 	"github.com/kvstore/kv/vfs"
@@ -48,7 +48,7 @@ func loadArticle(dir string) error {
 		return err
 	}
 	var ps []*kv.Pending
-	for _, op := range killtest.ArticleOps() {
+	for _, op := range opmodel.ArticleOps() {
 		ps = append(ps, s.Submit(op))
 	}
 	for _, p := range ps {

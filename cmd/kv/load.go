@@ -5,9 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
-	"strings"
 
+	"github.com/kvstore/kv/internal/opmodel"
 	"github.com/kvstore/kv/kv"
 	"github.com/spf13/cobra"
 )
@@ -100,7 +99,7 @@ func load(s *kv.Store, in io.Reader, out io.Writer, ack bool) (int, error) {
 	var perr error
 	for sc.Scan() {
 		line++
-		op, ok, err := parseOp(sc.Text())
+		op, ok, err := opmodel.ParseLine(sc.Text())
 		if err != nil {
 			perr = usageError{fmt.Errorf("stdin line %d: %w", line, err)}
 			break
@@ -127,70 +126,4 @@ func load(s *kv.Store, in io.Reader, out io.Writer, ack bool) (int, error) {
 		return n, perr
 	}
 	return n, nil
-}
-
-// parseOp parses one line; ok is false for blank lines and comments.
-func parseOp(line string) (kv.Op, bool, error) {
-	if t := strings.TrimSpace(line); t == "" || t[0] == '#' {
-		return kv.Op{}, false, nil
-	}
-	f, err := fields(line)
-	if err != nil {
-		return kv.Op{}, false, err
-	}
-	bad := func() (kv.Op, bool, error) {
-		return kv.Op{}, false, fmt.Errorf("%q: want 'put KEY VALUE', 'del KEY' or 'add KEY N'", line)
-	}
-	switch f[0] {
-	case "put":
-		if len(f) != 3 {
-			return bad()
-		}
-		return kv.PutOp([]byte(f[1]), []byte(f[2])), true, nil
-	case "del":
-		if len(f) != 2 {
-			return bad()
-		}
-		return kv.DeleteOp([]byte(f[1])), true, nil
-	case "add":
-		if len(f) != 3 {
-			return bad()
-		}
-		d, err := strconv.ParseInt(f[2], 10, 64)
-		if err != nil {
-			return kv.Op{}, false, fmt.Errorf("add %s: %q is not a decimal int64", f[1], f[2])
-		}
-		return kv.AddOp([]byte(f[1]), d), true, nil
-	}
-	return bad()
-}
-
-// fields splits a line on spaces and tabs; a field that starts with a
-// double quote is a Go-quoted string.
-func fields(line string) ([]string, error) {
-	var out []string
-	s := strings.TrimSpace(line)
-	for s != "" {
-		if s[0] == '"' {
-			q, err := strconv.QuotedPrefix(s)
-			if err != nil {
-				return nil, fmt.Errorf("bad quoted string at %q", s)
-			}
-			u, _ := strconv.Unquote(q)
-			out = append(out, u)
-			s = s[len(q):]
-			if s != "" && s[0] != ' ' && s[0] != '\t' {
-				return nil, fmt.Errorf("no space after quoted string %s", q)
-			}
-		} else {
-			i := strings.IndexAny(s, " \t")
-			if i < 0 {
-				i = len(s)
-			}
-			out = append(out, s[:i])
-			s = s[i:]
-		}
-		s = strings.TrimLeft(s, " \t")
-	}
-	return out, nil
 }

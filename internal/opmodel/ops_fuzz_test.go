@@ -1,4 +1,4 @@
-package main
+package opmodel
 
 import (
 	"bufio"
@@ -12,7 +12,7 @@ import (
 	"github.com/kvstore/kv/record"
 )
 
-// formatOp writes op as a load line that parseOp reads back: a key or value
+// formatOp writes op as an op line that ParseLine reads back: a key or value
 // that is empty, starts with a quote or holds anything but printable ASCII
 // other than space is Go-quoted.
 func formatOp(op kv.Op) string {
@@ -39,7 +39,8 @@ func formatOp(op kv.Op) string {
 	return "?"
 }
 
-// FuzzParseOp feeds arbitrary lines to the load parser, seeded from
+// FuzzParseOp feeds arbitrary lines to ParseLine, the one parser of op
+// lines (kv load's input, the checkers' workloads), seeded from
 // testdata/load-lines.txt: it never panics, and a line it accepts formats
 // back to a line that parses to the same operation.
 func FuzzParseOp(f *testing.F) {
@@ -58,26 +59,26 @@ func FuzzParseOp(f *testing.F) {
 		f.Fatalf("seeds from testdata/load-lines.txt: %d, %v", seeds, err)
 	}
 	f.Fuzz(func(t *testing.T, line string) {
-		op, ok, err := parseOp(line)
+		op, ok, err := ParseLine(line)
 		if err != nil {
 			if ok {
-				t.Fatalf("parseOp(%q): ok with an error %v", line, err)
+				t.Fatalf("ParseLine(%q): ok with an error %v", line, err)
 			}
 			return
 		}
 		if !ok {
 			if s := strings.TrimSpace(line); s != "" && s[0] != '#' {
-				t.Fatalf("parseOp skipped %q, which is neither blank nor a comment", line)
+				t.Fatalf("ParseLine skipped %q, which is neither blank nor a comment", line)
 			}
 			return
 		}
 		again := formatOp(op)
-		op2, ok2, err := parseOp(again)
+		op2, ok2, err := ParseLine(again)
 		if err != nil || !ok2 {
-			t.Fatalf("parseOp(%q) = %+v, formatted as %q, which does not parse: %v", line, op, again, err)
+			t.Fatalf("ParseLine(%q) = %+v, formatted as %q, which does not parse: %v", line, op, again, err)
 		}
 		if d := cmp.Diff(op, op2); d != "" {
-			t.Fatalf("parseOp(%q), formatted as %q, reparses differently (-first +again):\n%s", line, again, d)
+			t.Fatalf("ParseLine(%q), formatted as %q, reparses differently (-first +again):\n%s", line, again, d)
 		}
 	})
 }
