@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sort"
+	"strings"
 	"time"
 
+	"github.com/kvstore/kv/internal/opmodel"
 	"github.com/kvstore/kv/internal/variant"
 	"github.com/kvstore/kv/kv"
 	"github.com/kvstore/kv/record"
@@ -400,7 +402,7 @@ func (c *checker) judge(s State, durable record.Revision, lastIssue int) *Bad {
 	}
 	if c.ref == nil {
 		if o.dump != c.want {
-			return &Bad{Reason: "recovery: " + DescribeDiff(parseDump(c.want), parseDump(o.dump)), Diff: mapDiff(c.want, o.dump)}
+			return &Bad{Reason: "recovery: " + describe(c.want, o.dump), Diff: mapDiff(c.want, o.dump)}
 		}
 		return nil
 	}
@@ -410,7 +412,7 @@ func (c *checker) judge(s State, durable record.Revision, lastIssue int) *Bad {
 	case o.rev < c.rev0 || m < need:
 		want := c.ref.prefix[min(need, len(c.ref.prefix)-1)]
 		reason := fmt.Sprintf("acknowledged operation lost: recovered revision %d, revision %d was promised durable", o.rev, durable)
-		if d := DescribeDiff(parseDump(want), parseDump(o.dump)); d != "same map" {
+		if d := describe(want, o.dump); d != "same map" {
 			reason += ": " + d
 		}
 		return &Bad{Reason: reason, Diff: mapDiff(want, o.dump)}
@@ -419,7 +421,7 @@ func (c *checker) judge(s State, durable record.Revision, lastIssue int) *Bad {
 			o.rev, lastIssue, c.ref.committedBy(lastIssue))}
 	case o.dump != c.ref.prefix[m]:
 		return &Bad{Reason: fmt.Sprintf("the map at revision %d is not the map after %d records: %s", o.rev, m,
-			DescribeDiff(parseDump(c.ref.prefix[m]), parseDump(o.dump))), Diff: mapDiff(c.ref.prefix[m], o.dump)}
+			describe(c.ref.prefix[m], o.dump)), Diff: mapDiff(c.ref.prefix[m], o.dump)}
 	}
 	return nil
 }
@@ -535,7 +537,7 @@ func (c *checker) nested(mr *ModelReport, s State) {
 	}
 	if d := dump(st); d != want.dump {
 		first(&Bad{Model: "nested recovery", Nested: "a crash state", Reason: "the same state recovered to two maps: " +
-			DescribeDiff(parseDump(want.dump), parseDump(d))})
+			describe(want.dump, d)})
 	}
 	st.Close()
 	// Recovering twice changes nothing.
@@ -590,7 +592,8 @@ type refOp struct {
 
 func newReference(base outcome, txns []kv.Txn) *reference {
 	m := record.NewMap()
-	for k, v := range parseDump(base.dump) {
+	baseMap, _ := opmodel.ParseDump(base.dump) // the store's dump
+	for k, v := range baseMap {
 		m.Load(&record.Entry{Key: []byte(k), Value: []byte(v), CreateRev: 1, ModRev: 1, Version: 1})
 	}
 	m.SetRevision(base.rev)
@@ -700,11 +703,11 @@ func cmpInt(a, b int64) int {
 }
 
 func dumpMap(m *record.Map) string {
-	s := ""
+	var b strings.Builder
 	for e := range m.All(nil, nil) {
-		s += fmt.Sprintf("%q=%q\n", e.Key, e.Value)
+		b.WriteString(opmodel.DumpLine(e.Key, e.Value))
 	}
-	return s
+	return b.String()
 }
 
 // Print writes the report in the article's form.

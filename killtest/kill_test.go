@@ -11,8 +11,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-
-	"github.com/google/go-cmp/cmp"
 )
 
 // The kill driver's tests run the real kv binary, built once per test
@@ -202,56 +200,6 @@ func TestKillWrites(t *testing.T) {
 	}
 	if !strings.Contains(out, "killed finished outcome\n") || !strings.Contains(out, "kills landed while the writer was still working") {
 		t.Errorf("report:\n%s", out)
-	}
-}
-
-func TestKillParseDump(t *testing.T) {
-	tests := []struct {
-		name string
-		in   string
-		want map[string]string
-	}{
-		{"article", "c=55\nd=7\nk1=v1\n", map[string]string{"c": "55", "d": "7", "k1": "v1"}},
-		{"empty", "", map[string]string{}},
-		{"equals in value", `k="a=b"` + "\n", map[string]string{"k": "a=b"}},
-		{"quoted key", `"a=b"=v` + "\n", map[string]string{"a=b": "v"}},
-		{"binary", `"\xff"="l1\nl2"` + "\n", map[string]string{"\xff": "l1\nl2"}},
-		{"empty value", "k=\n", map[string]string{"k": ""}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := killParseDump(tc.in)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if d := cmp.Diff(tc.want, got); d != "" {
-				t.Errorf("(-want +got):\n%s", d)
-			}
-		})
-	}
-	if _, err := killParseDump("no equals sign\n"); err == nil {
-		t.Error("a line without '=' parsed")
-	}
-}
-
-func TestKillDescribe(t *testing.T) {
-	want := map[string]string{"c": "55", "d": "7", "k1": "v1", "k2": "v2"}
-	tests := []struct {
-		name string
-		got  map[string]string
-		desc string
-	}{
-		{"article", map[string]string{"c": "110", "d": "14", "k1": "v1", "k2": "v2"}, "c=110 instead of 55, d=14 instead of 7"},
-		{"same", want, "same map"},
-		{"missing and extra", map[string]string{"c": "55", "d": "7", "k2": "v2", "k3": "v3"}, "k1 missing (want v1), k3=v3 should not exist"},
-		{"long value", map[string]string{"c": "55", "d": "7", "k1": strings.Repeat("x", 40), "k2": "v2"}, "k1=xxxxxxxxxxxxxxxxxxxxx... instead of v1"},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := killDescribe(want, tc.got); got != tc.desc {
-				t.Errorf("got %q, want %q", got, tc.desc)
-			}
-		})
 	}
 }
 

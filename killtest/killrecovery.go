@@ -304,7 +304,7 @@ func KillRecovery(ctx context.Context, o KillRecoveryOptions) (*KillResult, erro
 		if wrote > 0 {
 			writes = append(writes, wrote)
 		}
-		got, err := killParseDump(out)
+		got, err := opmodel.ParseDump(out)
 		if err != nil {
 			return nil, err
 		}
@@ -322,7 +322,7 @@ func KillRecovery(ctx context.Context, o KillRecoveryOptions) (*KillResult, erro
 		wrote = fmt.Sprintf(" (it starts changing the directory after %s ms)", killMs(killMedian(writes)))
 	}
 	note(fmt.Sprintf("prepared %s: %d operations in %d segment(s), no snapshot; a recovery without a crash takes %s ms here%s and gives %s",
-		prep, ops, len(segs), killMs(r.Clean), wrote, killMapLine(want)))
+		prep, ops, len(segs), killMs(r.Clean), wrote, opmodel.Summary(want)))
 
 	good := "same map as a recovery without crash"
 	r.outcome(good, false)
@@ -383,13 +383,13 @@ func killRecoveryRun(ctx context.Context, o KillRecoveryOptions, root, prep stri
 	desc, bad, detail := "same map as a recovery without crash", false, ""
 	var firstMap map[string]string
 	if firstErr == nil && !killed {
-		firstMap, firstErr = killParseDump(p.stdout.String())
+		firstMap, firstErr = opmodel.ParseDump(p.stdout.String())
 	}
 	switch {
 	case firstErr != nil:
 		desc, bad, detail = "first recovery failed: "+killScrub(firstErr.Error(), data), true, firstErr.Error()
 	case firstMap != nil && !cmp.Equal(want, firstMap):
-		desc, bad = "first recovery (not killed) gave a different map: "+killDescribe(want, firstMap), true
+		desc, bad = "first recovery (not killed) gave a different map: "+opmodel.Describe(want, firstMap), true
 		detail = "diff (-want +got):\n" + cmp.Diff(want, firstMap)
 	default:
 		out, lived, wrote, err := killRunWatched(killCommand(ctx, o.Binary, o.Bug, again, "dump"), again)
@@ -399,13 +399,13 @@ func killRecoveryRun(ctx context.Context, o KillRecoveryOptions, root, prep stri
 		var got map[string]string
 		if err == nil {
 			win.add(lived, wrote)
-			got, err = killParseDump(out)
+			got, err = opmodel.ParseDump(out)
 		}
 		switch {
 		case err != nil:
 			desc, bad, detail = "second recovery failed: "+killScrub(err.Error(), again), true, err.Error()
 		case !cmp.Equal(want, got):
-			desc, bad = "different map: "+killDescribe(want, got), true
+			desc, bad = "different map: "+opmodel.Describe(want, got), true
 			detail = "diff (-want +got):\n" + cmp.Diff(want, got)
 		}
 	}

@@ -8,13 +8,13 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/kvstore/kv/internal/opmodel"
 )
 
 // KillWritesOptions configure KillWrites. Only Binary is required.
@@ -93,33 +93,16 @@ func killWriteOps(rng *rand.Rand, n int) []string {
 }
 
 // killPrefixes returns the model's map after each prefix of ops, in a
-// canonical form: prefixes[m] is the map after the first m operations.
+// dump form: prefixes[m] is the map after the first m operations.
 func killPrefixes(ops []string) []string {
 	m := map[string]string{}
 	out := make([]string, 0, len(ops)+1)
-	out = append(out, killCanon(m))
+	out = append(out, opmodel.Dump(m))
 	for _, op := range ops {
 		killModel(m, op)
-		out = append(out, killCanon(m))
+		out = append(out, opmodel.Dump(m))
 	}
 	return out
-}
-
-// killCanon is a map as sorted key=value lines.
-func killCanon(m map[string]string) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	var b strings.Builder
-	for _, k := range keys {
-		b.WriteString(strconv.Quote(k))
-		b.WriteByte('=')
-		b.WriteString(strconv.Quote(m[k]))
-		b.WriteByte('\n')
-	}
-	return b.String()
 }
 
 // killModelAt is the model's map after the first m operations.
@@ -334,11 +317,11 @@ func KillWrites(ctx context.Context, o KillWritesOptions) (*KillResult, error) {
 		if err != nil {
 			return nil, fmt.Errorf("killtest: a recovery without a crash failed: %w", err)
 		}
-		got, err := killParseDump(out)
+		got, err := opmodel.ParseDump(out)
 		if err != nil {
 			return nil, err
 		}
-		if killCanon(got) != prefixes[n] {
+		if opmodel.Dump(got) != prefixes[n] {
 			return nil, fmt.Errorf("killtest: a run without a kill does not give the model's map (-want +got):\n%s",
 				cmp.Diff(killModelAt(ops, n), got))
 		}
@@ -471,7 +454,7 @@ func killWritesRun(ctx context.Context, o KillWritesOptions, root string, ops, p
 		}
 		var got map[string]string
 		if err == nil {
-			got, err = killParseDump(out)
+			got, err = opmodel.ParseDump(out)
 		}
 		if err != nil {
 			fail("recovery failed: "+killScrub(err.Error(), data), err.Error())
@@ -499,7 +482,7 @@ func killWritesRun(ctx context.Context, o KillWritesOptions, root string, ops, p
 // lost acknowledged operations; no prefix at all means operations applied
 // twice, out of order or made up.
 func killWritesCheck(ops, prefixes []string, got map[string]string, lastAck, written int, r *KillResult, fail func(string, string)) {
-	c := killCanon(got)
+	c := opmodel.Dump(got)
 	for m := lastAck; m <= written; m++ {
 		if prefixes[m] == c {
 			r.Unacked += m - lastAck
@@ -535,5 +518,5 @@ func killWritesCheck(ops, prefixes []string, got map[string]string, lastAck, wri
 	}
 	want := killModelAt(ops, best)
 	fail("map of no prefix of the operations",
-		fmt.Sprintf("closest: the model after %d operations: %s\ndiff (-want +got):\n%s", best, killDescribe(want, got), cmp.Diff(want, got)))
+		fmt.Sprintf("closest: the model after %d operations: %s\ndiff (-want +got):\n%s", best, opmodel.Describe(want, got), cmp.Diff(want, got)))
 }

@@ -1,12 +1,11 @@
 package killtest
 
 import (
-	"fmt"
 	"path"
-	"sort"
 	"strings"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/kvstore/kv/internal/opmodel"
 	"github.com/kvstore/kv/kv"
 	"github.com/kvstore/kv/vfs"
 )
@@ -62,64 +61,31 @@ func initialNames(dir string, s State) []string {
 	return out
 }
 
-// dump is a map in the CLI's key=value form, one line per key.
+// dump is the store's map as kv dump prints it.
 func dump(s *kv.Store) string {
 	var b strings.Builder
 	for e := range s.Scan(nil, nil) {
-		fmt.Fprintf(&b, "%q=%q\n", e.Key, e.Value)
+		b.WriteString(opmodel.DumpLine(e.Key, e.Value))
 	}
 	return b.String()
 }
 
-// parseDump turns a dump back into a map.
-func parseDump(d string) map[string]string {
-	m := map[string]string{}
-	for _, line := range strings.Split(strings.TrimSuffix(d, "\n"), "\n") {
-		if line == "" {
-			continue
-		}
-		var k, v string
-		fmt.Sscanf(line, "%q=%q", &k, &v)
-		m[k] = v
+// describe words how the map of the dump got differs from want's.
+func describe(want, got string) string {
+	w, err := opmodel.ParseDump(want)
+	if err != nil {
+		return err.Error()
 	}
-	return m
+	g, err := opmodel.ParseDump(got)
+	if err != nil {
+		return err.Error()
+	}
+	return opmodel.Describe(w, g)
 }
 
-// DescribeDiff words the difference between two maps as the article
-// does: "c=110 instead of 55, d=14 instead of 7".
-func DescribeDiff(want, got map[string]string) string {
-	keys := map[string]bool{}
-	for k := range want {
-		keys[k] = true
-	}
-	for k := range got {
-		keys[k] = true
-	}
-	sorted := make([]string, 0, len(keys))
-	for k := range keys {
-		sorted = append(sorted, k)
-	}
-	sort.Strings(sorted)
-	var parts []string
-	for _, k := range sorted {
-		w, wok := want[k]
-		g, gok := got[k]
-		switch {
-		case wok && gok && w != g:
-			parts = append(parts, fmt.Sprintf("%s=%s instead of %s", k, g, w))
-		case wok && !gok:
-			parts = append(parts, fmt.Sprintf("%s missing (want %s)", k, w))
-		case !wok && gok:
-			parts = append(parts, fmt.Sprintf("%s=%s should not exist", k, g))
-		}
-	}
-	if len(parts) == 0 {
-		return "same map"
-	}
-	return strings.Join(parts, ", ")
-}
-
-// mapDiff is a go-cmp diff of two dumps.
+// mapDiff is a go-cmp diff of the maps of two dumps.
 func mapDiff(want, got string) string {
-	return cmp.Diff(parseDump(want), parseDump(got))
+	w, _ := opmodel.ParseDump(want)
+	g, _ := opmodel.ParseDump(got)
+	return cmp.Diff(w, g)
 }

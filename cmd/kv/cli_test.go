@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/kvstore/kv/kv"
 	"github.com/kvstore/kv/vfs"
 	"github.com/kvstore/kv/wal"
@@ -226,26 +225,6 @@ func TestDemo(t *testing.T) {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("demo output lacks %q:\n%s", want, stdout)
 		}
-	}
-}
-
-func TestShow(t *testing.T) {
-	tests := map[string]string{
-		"plain":    "plain",
-		"a b":      "a b",
-		"a=b":      `"a=b"`,
-		"l1\nl2":   `"l1\nl2"`,
-		"\xff":     `"\xff"`,
-		`"quoted"`: `"\"quoted\""`,
-		"tab\t":    `"tab\t"`,
-		"":         "",
-	}
-	got := map[string]string{}
-	for in := range tests {
-		got[in] = show([]byte(in))
-	}
-	if d := cmp.Diff(tests, got); d != "" {
-		t.Errorf("show (-want +got):\n%s", d)
 	}
 }
 

@@ -77,7 +77,7 @@ func listing(dir string) string {
 func mapLine(s *kv.Store) string {
 	var parts []string
 	for e := range s.Scan(nil, nil) {
-		parts = append(parts, show(e.Key)+"="+show(e.Value))
+		parts = append(parts, opmodel.Show(e.Key)+"="+opmodel.Show(e.Value))
 	}
 	return strings.Join(parts, " ")
 }

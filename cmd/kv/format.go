@@ -2,31 +2,14 @@ package main
 
 import (
 	"encoding/json"
-	"fmt"
 	"io"
 	"strconv"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
+	"github.com/kvstore/kv/internal/opmodel"
 	"github.com/kvstore/kv/kv"
 )
-
-// show prints b as it is when that is unambiguous in a key=value line,
-// and Go-quoted otherwise: bytes that are not printable UTF-8, '=', a
-// newline, or a leading quote.
-func show(b []byte) string {
-	s := string(b)
-	if !utf8.ValidString(s) || strings.ContainsAny(s, "=\n\r") || strings.HasPrefix(s, `"`) {
-		return strconv.Quote(s)
-	}
-	for _, r := range s {
-		if !unicode.IsPrint(r) {
-			return strconv.Quote(s)
-		}
-	}
-	return s
-}
 
 // jsonEntry is one key in --json output. Key and value are strings when
 // they are valid UTF-8; otherwise they are base64 in key_base64 and
@@ -66,7 +49,7 @@ func printEntries(w io.Writer, entries func(yield func(kv.Entry) bool), asJSON b
 		if asJSON {
 			err = enc.Encode(toJSON(e))
 		} else {
-			_, err = fmt.Fprintf(w, "%s=%s\n", show(e.Key), show(e.Value))
+			_, err = io.WriteString(w, opmodel.DumpLine(e.Key, e.Value))
 		}
 		return err == nil
 	})

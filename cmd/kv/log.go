@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/kvstore/kv/internal/opmodel"
 	"github.com/kvstore/kv/record"
 	"github.com/kvstore/kv/vfs"
 	"github.com/kvstore/kv/wal"
@@ -100,11 +101,11 @@ func describeRecord(rec record.Record, err error) string {
 	for i, op := range rec.Ops {
 		switch op.Kind {
 		case record.KindPut:
-			ops[i] = fmt.Sprintf("put %s %s", show(op.Key), show(op.Value))
+			ops[i] = fmt.Sprintf("put %s %s", opmodel.Show(op.Key), opmodel.Show(op.Value))
 		case record.KindDelete:
-			ops[i] = fmt.Sprintf("del %s", show(op.Key))
+			ops[i] = fmt.Sprintf("del %s", opmodel.Show(op.Key))
 		case record.KindAdd:
-			ops[i] = fmt.Sprintf("add %s %d", show(op.Key), op.Delta)
+			ops[i] = fmt.Sprintf("add %s %d", opmodel.Show(op.Key), op.Delta)
 		}
 	}
 	if rec.Txn {

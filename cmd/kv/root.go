@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/kvstore/kv/internal/opmodel"
 	"github.com/kvstore/kv/internal/variant"
 	"github.com/kvstore/kv/kv"
 	"github.com/kvstore/kv/recovery"
@@ -78,7 +79,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 // keyError words a failed operation on key.
 func keyError(key []byte, err error) error {
 	if errors.Is(err, kv.ErrNotFound) {
-		return fmt.Errorf("key %s not found", show(key))
+		return fmt.Errorf("key %s not found", opmodel.Show(key))
 	}
 	return err
 }

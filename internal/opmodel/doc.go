@@ -1,7 +1,10 @@
 // Package opmodel is what the crash checkers and the command line share
-// about operations: the one parser of op lines ("put KEY VALUE",
-// "del KEY", "add KEY N"), which kv load reads and the checkers' workloads
-// are written in, and the article's workload as op lines.
+// about operations and maps: the one parser of op lines ("put KEY VALUE",
+// "del KEY", "add KEY N"), which kv load reads and the checkers'
+// workloads are written in; the one format of a map as text, the lines
+// kv dump prints, and its parser; the wording of how two maps differ
+// ("c=110 instead of 55, d=14 instead of 7"); and the article's workload
+// as op lines.
 //
 // It is internal: the crash checkers and cmd/kv use it; no user of the
 // store sees it.
@@ -16,8 +19,18 @@
 // no line makes ParseLine panic and that what it accepts reads back the
 // same when written out again.
 //
+// # Dump lines
+//
+// One KEY=VALUE line per key, in key order. A key or value is printed as
+// it is unless that would be ambiguous (bytes that are not printable
+// UTF-8, '=', a newline, a leading double quote): then it is Go-quoted.
+// The checkers compare maps as their dumps: two maps are equal when their
+// dumps are. FuzzDump checks that every key and value reads back.
+//
 // # Usage
 //
 //	op, ok, err := opmodel.ParseLine(`put "a key" v`) // kv.PutOp("a key", "v"), true, nil
 //	ops := opmodel.ArticleOps()                         // the article's 17 operations
+//	got, err := opmodel.ParseDump(out)                  // the output of kv DIR dump
+//	fmt.Println(opmodel.Describe(want, got))            // c=110 instead of 55, d=14 instead of 7
 package opmodel
