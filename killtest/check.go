@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/kvstore/kv/internal/opmodel"
@@ -230,7 +229,11 @@ func Check(w Workload, cfg Config) (*Report, error) {
 	}
 	c.want, c.rev0 = base.dump, base.rev
 	if txns := w.txns(); txns != nil {
-		c.ref = newReference(base, txns)
+		ref, err := newReference(base, txns)
+		if err != nil {
+			return nil, err
+		}
+		c.ref = ref
 	}
 
 	events, err := c.trace(nil)
@@ -410,18 +413,18 @@ func (c *checker) judge(s State, durable record.Revision, lastIssue int) *Bad {
 	need := int(durable - c.rev0)
 	switch {
 	case o.rev < c.rev0 || m < need:
-		want := c.ref.prefix[min(need, len(c.ref.prefix)-1)]
+		want := c.ref.hist.Dump(min(need, c.ref.hist.Records()))
 		reason := fmt.Sprintf("acknowledged operation lost: recovered revision %d, revision %d was promised durable", o.rev, durable)
 		if d := describe(want, o.dump); d != "same map" {
 			reason += ": " + d
 		}
 		return &Bad{Reason: reason, Diff: mapDiff(want, o.dump)}
-	case m > len(c.ref.prefix)-1 || m > c.ref.committedBy(lastIssue):
+	case m > c.ref.hist.Records() || m > c.ref.committedBy(lastIssue):
 		return &Bad{Reason: fmt.Sprintf("recovered revision %d, but the %d operations issued commit at most %d records",
 			o.rev, lastIssue, c.ref.committedBy(lastIssue))}
-	case o.dump != c.ref.prefix[m]:
+	case o.dump != c.ref.hist.Dump(m):
 		return &Bad{Reason: fmt.Sprintf("the map at revision %d is not the map after %d records: %s", o.rev, m,
-			describe(c.ref.prefix[m], o.dump)), Diff: mapDiff(c.ref.prefix[m], o.dump)}
+			describe(c.ref.hist.Dump(m), o.dump)), Diff: mapDiff(c.ref.hist.Dump(m), o.dump)}
 	}
 	return nil
 }
@@ -579,8 +582,8 @@ func describeState(s State) string {
 // to a value that is not an integer, or a transaction whose branch taken
 // has no operations commit nothing), and the map after each record.
 type reference struct {
-	ops    []refOp
-	prefix []string // the dump after the first k records
+	ops  []refOp
+	hist *opmodel.History // the map after each record
 }
 
 // refOp is one operation's outcome.
@@ -590,27 +593,21 @@ type refOp struct {
 	why       string // why it commits nothing
 }
 
-func newReference(base outcome, txns []kv.Txn) *reference {
-	m := record.NewMap()
-	baseMap, _ := opmodel.ParseDump(base.dump) // the store's dump
-	for k, v := range baseMap {
-		m.Load(&record.Entry{Key: []byte(k), Value: []byte(v), CreateRev: 1, ModRev: 1, Version: 1})
+func newReference(base outcome, txns []kv.Txn) (*reference, error) {
+	baseMap, err := opmodel.ParseDump(base.dump)
+	if err != nil {
+		return nil, err
 	}
-	m.SetRevision(base.rev)
-	ref := &reference{prefix: []string{base.dump}}
-	n := 0
+	ref := &reference{hist: opmodel.NewHistory(baseMap, base.rev)}
 	for i := range txns {
 		t := &txns[i]
-		op := refOp{committed: n}
-		ops, why := evaluate(m, t)
+		op := refOp{committed: ref.hist.Records()}
+		ops, why := evaluate(ref.hist, t)
 		if why == "" && len(ops) > 0 {
-			rev := base.rev + record.Revision(n+1)
-			if err := m.Apply(&record.Record{Revision: rev, Txn: true, Ops: ops}); err != nil {
+			if err := ref.hist.Commit(ops); err != nil {
 				why = err.Error()
 			} else {
-				n++
-				op.commits, op.committed = true, n
-				ref.prefix = append(ref.prefix, dumpMap(m))
+				op.commits, op.committed = true, ref.hist.Records()
 			}
 		} else if why == "" {
 			why = "the branch taken has no operations"
@@ -618,7 +615,7 @@ func newReference(base outcome, txns []kv.Txn) *reference {
 		op.why = why
 		ref.ops = append(ref.ops, op)
 	}
-	return ref
+	return ref, nil
 }
 
 // committedBy returns the records that the first n operations commit.
@@ -629,12 +626,12 @@ func (r *reference) committedBy(n int) int {
 	return r.ops[min(n, len(r.ops))-1].committed
 }
 
-// evaluate judges t's fence and compares against m, as FORMAT.md and the
-// kv package's documentation define them, and returns the operations of
-// the branch taken, or why t commits nothing.
-func evaluate(m *record.Map, t *kv.Txn) ([]kv.Op, string) {
+// evaluate judges t's fence and compares against the map of h now, as
+// FORMAT.md and the kv package's documentation define them, and returns
+// the operations of the branch taken, or why t commits nothing.
+func evaluate(h *opmodel.History, t *kv.Txn) ([]kv.Op, string) {
 	if f := t.Fence; f != nil {
-		e, ok := m.Lookup(f.Key)
+		e, ok := h.Lookup(f.Key)
 		switch {
 		case !ok:
 			return nil, "fenced: the fence key does not exist"
@@ -645,7 +642,7 @@ func evaluate(m *record.Map, t *kv.Txn) ([]kv.Op, string) {
 		}
 	}
 	for _, c := range t.If {
-		e, ok := m.Lookup(c.Key)
+		e, ok := h.Lookup(c.Key)
 		if !compareHolds(c, e, ok) {
 			return t.Else, ""
 		}
@@ -700,14 +697,6 @@ func cmpInt(a, b int64) int {
 		return 1
 	}
 	return 0
-}
-
-func dumpMap(m *record.Map) string {
-	var b strings.Builder
-	for e := range m.All(nil, nil) {
-		b.WriteString(opmodel.DumpLine(e.Key, e.Value))
-	}
-	return b.String()
 }
 
 // Print writes the report in the article's form.

@@ -216,7 +216,10 @@ func TestKillTreeNames(t *testing.T) {
 // TestKillWritesCheck classifies recovered maps against the model.
 func TestKillWritesCheck(t *testing.T) {
 	ops := []string{"add c 1", "add c 2", "put k v", "add c 4", "del k"}
-	prefixes := killPrefixes(ops)
+	hist, err := killModel(ops)
+	if err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name             string
 		got              map[string]string
@@ -233,7 +236,7 @@ func TestKillWritesCheck(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var bad string
-			killWritesCheck(ops, prefixes, tc.got, tc.lastAck, tc.written, &KillResult{}, func(d, _ string) { bad = d })
+			killWritesCheck(ops, hist, tc.got, tc.lastAck, tc.written, &KillResult{}, func(d, _ string) { bad = d })
 			if bad != tc.bad {
 				t.Errorf("got %q, want %q", bad, tc.bad)
 			}

@@ -90,19 +90,18 @@ func killRecoveryOps(n int) []string {
 	return append(ops, opmodel.Article()...)
 }
 
-// killModel applies "put K V", "del K" and "add K N" lines to m.
-func killModel(m map[string]string, line string) {
-	f := strings.Fields(line)
-	switch f[0] {
-	case "put":
-		m[f[1]] = f[2]
-	case "del":
-		delete(m, f[1])
-	case "add":
-		old, _ := strconv.ParseInt(m[f[1]], 10, 64)
-		d, _ := strconv.ParseInt(f[2], 10, 64)
-		m[f[1]] = strconv.FormatInt(old+d, 10)
+// killModel is the history of the map that ops, op lines, make when each
+// commits one record, as kv load commits them.
+func killModel(ops []string) (*opmodel.History, error) {
+	parsed, err := opmodel.Parse(ops)
+	if err != nil {
+		return nil, fmt.Errorf("killtest: the workload: %w", err)
 	}
+	h, err := opmodel.Replay(parsed)
+	if err != nil {
+		return nil, fmt.Errorf("killtest: the workload: %w", err)
+	}
+	return h, nil
 }
 
 // killLoad writes ops into the new directory dir with "kv DIR load --ack",
@@ -279,10 +278,11 @@ func KillRecovery(ctx context.Context, o KillRecoveryOptions) (*KillResult, erro
 	if err != nil {
 		return nil, err
 	}
-	model := map[string]string{}
-	for _, op := range workload {
-		killModel(model, op)
+	hist, err := killModel(workload)
+	if err != nil {
+		return nil, err
 	}
+	model := hist.Map(hist.Records())
 
 	// The map of a recovery without a crash, and how long one takes
 	// here: three recoveries of copies, with the correct store. The

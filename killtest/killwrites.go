@@ -92,28 +92,6 @@ func killWriteOps(rng *rand.Rand, n int) []string {
 	return ops
 }
 
-// killPrefixes returns the model's map after each prefix of ops, in a
-// dump form: prefixes[m] is the map after the first m operations.
-func killPrefixes(ops []string) []string {
-	m := map[string]string{}
-	out := make([]string, 0, len(ops)+1)
-	out = append(out, opmodel.Dump(m))
-	for _, op := range ops {
-		killModel(m, op)
-		out = append(out, opmodel.Dump(m))
-	}
-	return out
-}
-
-// killModelAt is the model's map after the first m operations.
-func killModelAt(ops []string, m int) map[string]string {
-	s := map[string]string{}
-	for _, op := range ops[:m] {
-		killModel(s, op)
-	}
-	return s
-}
-
 // killWriter is one "kv DIR load --ack" fed through a pipe.
 type killWriter struct {
 	p *killProc
@@ -254,7 +232,10 @@ func KillWrites(ctx context.Context, o KillWritesOptions) (*KillResult, error) {
 	r := &KillResult{Mode: "writes", Seed: killSeed(o.Seed), Planned: runs, Bug: o.Bug, Ops: n, Chain: o.Chain}
 	note(fmt.Sprintf("seed %d (replay with --seed %d)", r.Seed, r.Seed))
 	ops := killWriteOps(rand.New(rand.NewPCG(r.Seed, 0)), n)
-	prefixes := killPrefixes(ops)
+	hist, err := killModel(ops)
+	if err != nil {
+		return nil, err
+	}
 
 	root, err := killWorkDir(o.Dir)
 	if err != nil {
@@ -321,9 +302,9 @@ func KillWrites(ctx context.Context, o KillWritesOptions) (*KillResult, error) {
 		if err != nil {
 			return nil, err
 		}
-		if opmodel.Dump(got) != prefixes[n] {
+		if opmodel.Dump(got) != hist.Dump(n) {
 			return nil, fmt.Errorf("killtest: a run without a kill does not give the model's map (-want +got):\n%s",
-				cmp.Diff(killModelAt(ops, n), got))
+				cmp.Diff(hist.Map(n), got))
 		}
 		chain.add(lived, wrote)
 		dumps = append(dumps, lived)
@@ -342,7 +323,7 @@ func KillWrites(ctx context.Context, o KillWritesOptions) (*KillResult, error) {
 	r.outcome(good, false)
 	keep, err := r.killRuns(ctx, runs, o.StopAfterBad, o.Progress, func(i int) (*KillFailure, error) {
 		rng := rand.New(rand.NewPCG(r.Seed, uint64(i)))
-		return killWritesRun(ctx, o, root, ops, prefixes, i, rng, wins, chain, good, r)
+		return killWritesRun(ctx, o, root, ops, hist, i, rng, wins, chain, good, r)
 	})
 	keepRoot = keepRoot || keep
 	if err != nil {
@@ -353,7 +334,7 @@ func KillWrites(ctx context.Context, o KillWritesOptions) (*KillResult, error) {
 
 // killWritesRun is one run: write and kill, kill the chain of recoveries,
 // recover, check.
-func killWritesRun(ctx context.Context, o KillWritesOptions, root string, ops, prefixes []string, run int,
+func killWritesRun(ctx context.Context, o KillWritesOptions, root string, ops []string, hist *opmodel.History, run int,
 	rng *rand.Rand, wins []*killWindow, chain *killWindow, good string, r *KillResult) (*KillFailure, error) {
 	n := len(ops)
 	runDir := filepath.Join(root, fmt.Sprintf("run-%04d", run))
@@ -459,7 +440,7 @@ func killWritesRun(ctx context.Context, o KillWritesOptions, root string, ops, p
 		if err != nil {
 			fail("recovery failed: "+killScrub(err.Error(), data), err.Error())
 		} else {
-			killWritesCheck(ops, prefixes, got, lastAck, written, r, fail)
+			killWritesCheck(ops, hist, got, lastAck, written, r, fail)
 		}
 	}
 	r.count(desc, bad, killed)
@@ -481,16 +462,16 @@ func killWritesRun(ctx context.Context, o KillWritesOptions, root string, ops, p
 // operations with lastAck <= m <= written is right; an earlier prefix
 // lost acknowledged operations; no prefix at all means operations applied
 // twice, out of order or made up.
-func killWritesCheck(ops, prefixes []string, got map[string]string, lastAck, written int, r *KillResult, fail func(string, string)) {
+func killWritesCheck(ops []string, hist *opmodel.History, got map[string]string, lastAck, written int, r *KillResult, fail func(string, string)) {
 	c := opmodel.Dump(got)
 	for m := lastAck; m <= written; m++ {
-		if prefixes[m] == c {
+		if hist.Dump(m) == c {
 			r.Unacked += m - lastAck
 			return
 		}
 	}
 	for m := lastAck - 1; m >= 0; m-- {
-		if prefixes[m] == c {
+		if hist.Dump(m) == c {
 			fail("acknowledged operations lost",
 				fmt.Sprintf("the map is the model's after %d operations, but %d were acknowledged; the lost ones: %s",
 					m, lastAck, strings.Join(ops[m:min(lastAck, m+5)], "; ")))
@@ -500,7 +481,7 @@ func killWritesCheck(ops, prefixes []string, got map[string]string, lastAck, wri
 	// The closest allowed prefix, by the number of keys that differ.
 	best, bestN := lastAck, -1
 	for m := lastAck; m <= written; m++ {
-		want := killModelAt(ops, m)
+		want := hist.Map(m)
 		d := 0
 		for k, v := range want {
 			if g, ok := got[k]; !ok || g != v {
@@ -516,7 +497,7 @@ func killWritesCheck(ops, prefixes []string, got map[string]string, lastAck, wri
 			best, bestN = m, d
 		}
 	}
-	want := killModelAt(ops, best)
+	want := hist.Map(best)
 	fail("map of no prefix of the operations",
 		fmt.Sprintf("closest: the model after %d operations: %s\ndiff (-want +got):\n%s", best, opmodel.Describe(want, got), cmp.Diff(want, got)))
 }

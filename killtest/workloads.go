@@ -479,22 +479,19 @@ func FenceTxns(n int, seed uint64) []kv.Txn {
 	rng := rand.New(rand.NewPCG(seed, 0xfe9c))
 	lock := []byte("lock")
 	var txns []kv.Txn
-	m := record.NewMap()
-	rev := record.Revision(0)
+	h := opmodel.NewHistory(nil, 0)
 	var tokens []record.Revision // create revisions the lock has had
 	commit := func(t kv.Txn) {
 		txns = append(txns, t)
-		if ops, why := evaluate(m, &t); why == "" && len(ops) > 0 {
-			if err := m.Apply(&record.Record{Revision: rev + 1, Txn: true, Ops: ops}); err == nil {
-				rev++
-			}
+		if ops, why := evaluate(h, &t); why == "" && len(ops) > 0 {
+			h.Commit(ops) // an add past int64 commits nothing, as in the store
 		}
 	}
 	for len(txns) < n {
 		switch r := rng.IntN(10); {
 		case r < 2: // acquire
 			commit(kv.Txn{If: []kv.Compare{kv.Absent(lock)}, Then: []kv.Op{kv.PutOp(lock, []byte(fmt.Sprintf("holder%d", rng.IntN(4))))}})
-			if e, ok := m.Lookup(lock); ok && (len(tokens) == 0 || tokens[len(tokens)-1] != e.CreateRev) {
+			if e, ok := h.Lookup(lock); ok && (len(tokens) == 0 || tokens[len(tokens)-1] != e.CreateRev) {
 				tokens = append(tokens, e.CreateRev)
 			}
 		case r < 3: // the lock is lost: deleted, then taken again at once
@@ -507,7 +504,7 @@ func FenceTxns(n int, seed uint64) []kv.Txn {
 			k := []byte(fmt.Sprintf("shard%d", rng.IntN(3)))
 			commit(kv.Txn{Fence: &kv.Fence{Key: lock, Token: tok}, Then: []kv.Op{kv.AddOp(k, int64(1+rng.IntN(9)))}})
 		case r < 8: // a compare with an Else branch
-			commit(kv.Txn{If: []kv.Compare{kv.CompareModRev([]byte("c"), kv.Less, rev/2)},
+			commit(kv.Txn{If: []kv.Compare{kv.CompareModRev([]byte("c"), kv.Less, h.Revision()/2)},
 				Then: []kv.Op{kv.AddOp([]byte("c"), 1)}, Else: []kv.Op{kv.AddOp([]byte("else"), 1), kv.PutOp([]byte("last"), []byte("else"))}})
 		default:
 			commit(kv.Txn{Then: []kv.Op{kv.AddOp([]byte("c"), int64(1+rng.IntN(9)))}})

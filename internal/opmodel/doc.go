@@ -2,9 +2,10 @@
 // about operations and maps: the one parser of op lines ("put KEY VALUE",
 // "del KEY", "add KEY N"), which kv load reads and the checkers'
 // workloads are written in; the one format of a map as text, the lines
-// kv dump prints, and its parser; the wording of how two maps differ
-// ("c=110 instead of 55, d=14 instead of 7"); and the article's workload
-// as op lines.
+// kv dump prints, and its parser; the map after each prefix of a list of
+// operations (History), which a recovered map must be one of; the wording
+// of how two maps differ ("c=110 instead of 55, d=14 instead of 7"); and
+// the article's workload as op lines.
 //
 // It is internal: the crash checkers and cmd/kv use it; no user of the
 // store sees it.
@@ -27,10 +28,20 @@
 // The checkers compare maps as their dumps: two maps are equal when their
 // dumps are. FuzzDump checks that every key and value reads back.
 //
+// # History
+//
+// A History applies records of operations to a map with the store's own
+// rules (record.Map.Apply), revision by revision, and keeps the dump of
+// the map after each: what the simulator's reference model and the kill
+// driver hold a recovered map against. It does not go through the
+// store's log, committer or recovery, which are what the checkers test.
+//
 // # Usage
 //
 //	op, ok, err := opmodel.ParseLine(`put "a key" v`) // kv.PutOp("a key", "v"), true, nil
 //	ops := opmodel.ArticleOps()                         // the article's 17 operations
 //	got, err := opmodel.ParseDump(out)                  // the output of kv DIR dump
 //	fmt.Println(opmodel.Describe(want, got))            // c=110 instead of 55, d=14 instead of 7
+//	h, err := opmodel.Replay(ops)                       // one record per operation
+//	ok := h.Dump(k) == opmodel.Dump(got)                // got is the map after the first k
 package opmodel
