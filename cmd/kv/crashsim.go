@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/kvstore/kv/crashsim"
 	"github.com/kvstore/kv/internal/variant"
-	"github.com/kvstore/kv/killtest"
 	"github.com/spf13/cobra"
 )
 
@@ -62,19 +62,19 @@ Exit status 0 when no state is bad, 1 otherwise.`,
 			if err != nil {
 				return err
 			}
-			var ws []killtest.Workload
+			var ws []crashsim.Workload
 			switch a[0] {
 			case "random":
 				if o.shrink {
-					n, rep, err := killtest.Shrink(o.ops, o.seed, cfg)
+					n, rep, err := crashsim.Shrink(o.ops, o.seed, cfg)
 					if err != nil {
 						return err
 					}
-					return o.print(cmd, []*killtest.Report{rep}, fmt.Sprintf("(shrunk to %d operations)", n))
+					return o.print(cmd, []*crashsim.Report{rep}, fmt.Sprintf("(shrunk to %d operations)", n))
 				}
-				ws = []killtest.Workload{killtest.RandomWorkload(o.ops, o.seed)}
+				ws = []crashsim.Workload{crashsim.RandomWorkload(o.ops, o.seed)}
 			default:
-				all, err := killtest.Workloads(o.ops, o.seed)
+				all, err := crashsim.Workloads(o.ops, o.seed)
 				if err != nil {
 					return err
 				}
@@ -84,15 +84,15 @@ Exit status 0 when no state is bad, 1 otherwise.`,
 					}
 				}
 				if len(ws) == 0 {
-					return usagef("crashsim: unknown workload %q (one of %s, random, all)", a[0], strings.Join(killtest.WorkloadNames(), ", "))
+					return usagef("crashsim: unknown workload %q (one of %s, random, all)", a[0], strings.Join(crashsim.WorkloadNames(), ", "))
 				}
 			}
-			var reps []*killtest.Report
+			var reps []*crashsim.Report
 			for _, w := range ws {
 				if !o.json {
 					fmt.Fprintf(cmd.OutOrStdout(), "== %s: %s\n", w.Name, w.Doc)
 				}
-				rep, err := killtest.Check(w, cfg)
+				rep, err := crashsim.Check(w, cfg)
 				if err != nil {
 					return err
 				}
@@ -116,8 +116,8 @@ Exit status 0 when no state is bad, 1 otherwise.`,
 	return c
 }
 
-func (o *crashsimOpts) config(g *globalOpts) (killtest.Config, error) {
-	cfg := killtest.Config{Seed: o.seed, MaxStates: o.maxStates, Pessimistic: o.samples, NoNested: o.noNested}
+func (o *crashsimOpts) config(g *globalOpts) (crashsim.Config, error) {
+	cfg := crashsim.Config{Seed: o.seed, MaxStates: o.maxStates, Pessimistic: o.samples, NoNested: o.noNested}
 	bug, err := variant.Parse(g.bug)
 	if err != nil {
 		return cfg, usageError{err}
@@ -126,9 +126,9 @@ func (o *crashsimOpts) config(g *globalOpts) (killtest.Config, error) {
 	for _, m := range strings.Split(o.model, ",") {
 		switch m = strings.TrimSpace(m); m {
 		case "all":
-			cfg.Models = killtest.Models()
-		case string(killtest.Process), string(killtest.Machine), string(killtest.Pessimistic), string(killtest.FsyncFailure):
-			cfg.Models = append(cfg.Models, killtest.Model(m))
+			cfg.Models = crashsim.Models()
+		case string(crashsim.Process), string(crashsim.Machine), string(crashsim.Pessimistic), string(crashsim.FsyncFailure):
+			cfg.Models = append(cfg.Models, crashsim.Model(m))
 		default:
 			return cfg, usagef("--model: %q is not one of process, machine, pessimistic, fsync-failure, all", m)
 		}
@@ -136,7 +136,7 @@ func (o *crashsimOpts) config(g *globalOpts) (killtest.Config, error) {
 	return cfg, nil
 }
 
-func (o *crashsimOpts) print(cmd *cobra.Command, reps []*killtest.Report, note string) error {
+func (o *crashsimOpts) print(cmd *cobra.Command, reps []*crashsim.Report, note string) error {
 	bad := false
 	for _, r := range reps {
 		bad = bad || !r.Ok()

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/kvstore/kv/internal/variant"
-	"github.com/kvstore/kv/killtest"
+	"github.com/kvstore/kv/killdriver"
 	"github.com/spf13/cobra"
 )
 
@@ -77,7 +77,7 @@ variant.`,
 // run checks the common flags, runs one kill mode with a progress printer
 // and ^C handling, and reports.
 func (o *killtestOpts) run(cmd *cobra.Command, g *globalOpts, what string,
-	mode func(ctx context.Context, bin string, pr *killtest.KillPrinter) (*killtest.KillResult, error)) error {
+	mode func(ctx context.Context, bin string, pr *killdriver.Printer) (*killdriver.Result, error)) error {
 	bin, err := o.kvBinary()
 	if err != nil {
 		return err
@@ -86,7 +86,7 @@ func (o *killtestOpts) run(cmd *cobra.Command, g *globalOpts, what string,
 		return usageError{err}
 	}
 	w := cmd.OutOrStdout()
-	pr := killtest.NewKillPrinter(w, what)
+	pr := killdriver.NewPrinter(w, what)
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
 	defer stop()
 	res, err := mode(ctx, bin, pr)
@@ -95,7 +95,7 @@ func (o *killtestOpts) run(cmd *cobra.Command, g *globalOpts, what string,
 }
 
 // killtestReport prints the result and turns it into the exit status.
-func killtestReport(w io.Writer, res *killtest.KillResult, err error, expectBad bool) error {
+func killtestReport(w io.Writer, res *killdriver.Result, err error, expectBad bool) error {
 	if res != nil && res.Runs > 0 {
 		res.WriteReport(w)
 	}

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/kvstore/kv/killtest"
+	"github.com/kvstore/kv/killdriver"
 	"github.com/spf13/cobra"
 )
 
@@ -36,8 +36,8 @@ machine where the whole recovery took a few milliseconds.`,
   kv killtest recovery --seed 1234 --keep               # replay, keep every directory`,
 		Args: args(0, 0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return o.run(cmd, g, "recovery kills", func(ctx context.Context, bin string, pr *killtest.KillPrinter) (*killtest.KillResult, error) {
-				return killtest.KillRecovery(ctx, killtest.KillRecoveryOptions{
+			return o.run(cmd, g, "recovery kills", func(ctx context.Context, bin string, pr *killdriver.Printer) (*killdriver.Result, error) {
+				return killdriver.Recovery(ctx, killdriver.RecoveryOptions{
 					Binary: bin, Runs: o.runs, Ops: o.ops, MinDelay: minDelay, MaxDelay: o.maxDelay, Bug: g.bug,
 					Seed: o.seed, Dir: o.dir, Keep: o.keep, StopAfterBad: o.stopAfterBad,
 					Progress: pr.Progress, Note: pr.Note,

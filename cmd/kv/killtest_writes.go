@@ -3,7 +3,7 @@ package main
 import (
 	"context"
 
-	"github.com/kvstore/kv/killtest"
+	"github.com/kvstore/kv/killdriver"
 	"github.com/spf13/cobra"
 )
 
@@ -35,8 +35,8 @@ operation. The recoveries of the chain are killed likewise.`,
   kv killtest writes --bug double-apply --chain 3 --expect-bad`,
 		Args: args(0, 0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return o.run(cmd, g, "writer kills", func(ctx context.Context, bin string, pr *killtest.KillPrinter) (*killtest.KillResult, error) {
-				return killtest.KillWrites(ctx, killtest.KillWritesOptions{
+			return o.run(cmd, g, "writer kills", func(ctx context.Context, bin string, pr *killdriver.Printer) (*killdriver.Result, error) {
+				return killdriver.Writes(ctx, killdriver.WritesOptions{
 					Binary: bin, Runs: o.runs, Ops: o.ops, Chain: chain, MaxDelay: o.maxDelay, Bug: g.bug,
 					Seed: o.seed, Dir: o.dir, Keep: o.keep, StopAfterBad: o.stopAfterBad,
 					Progress: pr.Progress, Note: pr.Note,

@@ -7,8 +7,8 @@
 // of how two maps differ ("c=110 instead of 55, d=14 instead of 7"); and
 // the article's workload as op lines.
 //
-// It is internal: the crash checkers and cmd/kv use it; no user of the
-// store sees it.
+// It is internal: the crash checkers (crashsim, killdriver) and cmd/kv use
+// it; no user of the store sees it.
 //
 // # Op lines
 //

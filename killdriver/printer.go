@@ -1,4 +1,4 @@
-package killtest
+package killdriver
 
 import (
 	"fmt"
@@ -10,10 +10,10 @@ import (
 	"golang.org/x/term"
 )
 
-// KillPrinter shows a kill driver's notes and progress on w: a progress
+// Printer shows a kill driver's notes and progress on w: a progress
 // bar when w is a terminal, and otherwise a plain line every tenth of the
 // runs (and at most every few seconds), so that a log stays readable.
-type KillPrinter struct {
+type Printer struct {
 	w        io.Writer
 	bar      *progressbar.ProgressBar
 	label    string
@@ -22,10 +22,10 @@ type KillPrinter struct {
 	lastDone int
 }
 
-// NewKillPrinter returns a printer for w; label names the runs ("recovery
+// NewPrinter returns a printer for w; label names the runs ("recovery
 // kills").
-func NewKillPrinter(w io.Writer, label string) *KillPrinter {
-	p := &KillPrinter{w: w, label: label, lastLine: time.Now()}
+func NewPrinter(w io.Writer, label string) *Printer {
+	p := &Printer{w: w, label: label, lastLine: time.Now()}
 	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		p.tty = true
 	}
@@ -33,7 +33,7 @@ func NewKillPrinter(w io.Writer, label string) *KillPrinter {
 }
 
 // Note prints a line, above the bar when there is one.
-func (p *KillPrinter) Note(s string) {
+func (p *Printer) Note(s string) {
 	if p.bar != nil {
 		p.bar.Clear()
 	}
@@ -44,7 +44,7 @@ func (p *KillPrinter) Note(s string) {
 }
 
 // Progress shows the state after a run.
-func (p *KillPrinter) Progress(k KillProgress) {
+func (p *Printer) Progress(k Progress) {
 	desc := fmt.Sprintf("%s: %d killed, %d bad", p.label, k.Killed, k.Bad)
 	if p.tty {
 		if p.bar == nil {
@@ -68,7 +68,7 @@ func (p *KillPrinter) Progress(k KillProgress) {
 }
 
 // Done removes the bar, before the report is printed.
-func (p *KillPrinter) Done() {
+func (p *Printer) Done() {
 	if p.bar != nil {
 		p.bar.Finish()
 		p.bar.Clear()

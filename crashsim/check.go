@@ -1,4 +1,4 @@
-package killtest
+package crashsim
 
 import (
 	"bytes"
@@ -225,7 +225,7 @@ func Check(w Workload, cfg Config) (*Report, error) {
 	// What a recovery without a crash gives.
 	base := c.recoverState(w.Initial)
 	if base.err != nil {
-		return nil, fmt.Errorf("killtest: the initial directory does not recover: %w", base.err)
+		return nil, fmt.Errorf("crashsim: the initial directory does not recover: %w", base.err)
 	}
 	c.want, c.rev0 = base.dump, base.rev
 	if txns := w.txns(); txns != nil {
@@ -296,7 +296,7 @@ func (c *checker) trace(failSync func(int) bool) ([]vfs.Event, error) {
 	o.FS = variant.Wrap(rec, c.cfg.Bug) // above the recorder: it records what the disk sees
 	err = c.w.Program(o.FS, c.w.Dir, o, rec)
 	if err != nil && failSync == nil {
-		return nil, fmt.Errorf("killtest: the traced program failed: %w", err)
+		return nil, fmt.Errorf("crashsim: the traced program failed: %w", err)
 	}
 	return rec.Events(), nil
 }

@@ -1,4 +1,4 @@
-package killtest
+package killdriver
 
 import (
 	"os"
@@ -9,20 +9,20 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// killWatch notes when a process first changes a data directory (a file
+// dirWatch notes when a process first changes a data directory (a file
 // created, written, renamed or removed; the lock file does not count),
 // through inotify. The kill driver uses it on recoveries that run to the
 // end, to learn when recovery starts writing on this machine and aim its
 // kills there rather than at the start-up of the process.
-type killWatch struct {
+type dirWatch struct {
 	f     *os.File
 	mu    sync.Mutex
 	first time.Time
 	done  chan struct{}
 }
 
-// killWatchDir starts watching dir.
-func killWatchDir(dir string) (*killWatch, error) {
+// watchDir starts watching dir.
+func watchDir(dir string) (*dirWatch, error) {
 	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
 	if err != nil {
 		return nil, err
@@ -34,12 +34,12 @@ func killWatchDir(dir string) (*killWatch, error) {
 	}
 	// A non-blocking descriptor goes through the runtime's poller, so that
 	// Close ends a Read in progress.
-	w := &killWatch{f: os.NewFile(uintptr(fd), "inotify"), done: make(chan struct{})}
+	w := &dirWatch{f: os.NewFile(uintptr(fd), "inotify"), done: make(chan struct{})}
 	go w.read()
 	return w, nil
 }
 
-func (w *killWatch) read() {
+func (w *dirWatch) read() {
 	defer close(w.done)
 	buf := make([]byte, 4096)
 	for {
@@ -55,7 +55,7 @@ func (w *killWatch) read() {
 			for len(name) > 0 && name[len(name)-1] == 0 {
 				name = name[:len(name)-1]
 			}
-			if string(name) == killLockName {
+			if string(name) == lockName {
 				continue
 			}
 			w.mu.Lock()
@@ -70,7 +70,7 @@ func (w *killWatch) read() {
 
 // stop ends the watch and returns when the first change was seen (zero if
 // none was).
-func (w *killWatch) stop() time.Time {
+func (w *dirWatch) stop() time.Time {
 	w.f.Close()
 	<-w.done
 	w.mu.Lock()

@@ -1,4 +1,4 @@
-package killtest
+package crashsim
 
 import (
 	"encoding/binary"
@@ -7,7 +7,6 @@ import (
 	"hash/crc32"
 	"math/rand/v2"
 	"runtime"
-	"sort"
 	"strconv"
 	"time"
 
@@ -204,9 +203,9 @@ func pipelinedProgram(ops []kv.Op, seed uint64) Program {
 	}
 }
 
-// RandomOps generates n mixed operations over a few keys, mostly adds so
+// randomOps generates n mixed operations over a few keys, mostly adds so
 // that a double application shows, seeded.
-func RandomOps(n int, seed uint64) []kv.Op {
+func randomOps(n int, seed uint64) []kv.Op {
 	rng := rand.New(rand.NewPCG(seed, 0x0b5))
 	keys := []string{"a", "b", "c", "d", "e", "f"}
 	var ops []kv.Op
@@ -248,11 +247,11 @@ func Workloads(n int, seed uint64) ([]Workload, error) {
 	if err != nil {
 		return nil, err
 	}
-	writes := RandomOps(n, seed)
-	values := ValueOps(max(n/3, 12), seed)
-	fences := FenceTxns(n, seed)
-	tornOps := RandomOps(max(n/5, 10), seed+1)
-	written, err := prepare(RandomOps(20, seed+2), smallOptions)
+	writes := randomOps(n, seed)
+	values := valueOps(max(n/3, 12), seed)
+	fences := fenceTxns(n, seed)
+	tornOps := randomOps(max(n/5, 10), seed+1)
+	written, err := prepare(randomOps(20, seed+2), smallOptions)
 	if err != nil {
 		return nil, err
 	}
@@ -289,14 +288,14 @@ func WorkloadNames() []string {
 // big values each.
 var valueOptions = kv.Options{SegmentSize: 16 << 10, CheckpointBytes: 48 << 10}
 
-// ValueOps generates n operations, seeded: counters (adds, so that a
+// valueOps generates n operations, seeded: counters (adds, so that a
 // double application shows) and puts whose values a hostile or unlucky
 // client might write: record frames that would be valid in a segment
 // (framed as format version 1, with the segment numbers a client can
 // predict, and as version 2 with a guessed salt, each claiming the whole
 // segment synced) and sector-aligned runs of zeros, in values of 600 bytes
 // to 6 KiB, so that a lost page can fall inside one.
-func ValueOps(n int, seed uint64) []kv.Op {
+func valueOps(n int, seed uint64) []kv.Op {
 	rng := rand.New(rand.NewPCG(seed, 0x7a1))
 	var ops []kv.Op
 	for i := range n {
@@ -356,7 +355,7 @@ func tornTail(s State) (State, error) {
 		}
 	}
 	if newest == "" {
-		return nil, fmt.Errorf("killtest: no segment to tear")
+		return nil, fmt.Errorf("crashsim: no segment to tear")
 	}
 	fsys, err := memFS(dataDir, s)
 	if err != nil {
@@ -369,7 +368,7 @@ func tornTail(s State) (State, error) {
 		return nil, err
 	}
 	if last.Offset == 0 {
-		return nil, fmt.Errorf("killtest: no record to tear in %s", newest)
+		return nil, fmt.Errorf("crashsim: no record to tear in %s", newest)
 	}
 	out := State{}
 	for k, v := range s {
@@ -381,12 +380,10 @@ func tornTail(s State) (State, error) {
 	return out, nil
 }
 
-var _ = sort.Strings
-
 // RandomWorkload is a generated workload: n operations from seed, written
 // one at a time or in waves (chosen by the seed), with small segments.
 func RandomWorkload(n int, seed uint64) Workload {
-	ops := RandomOps(n, seed)
+	ops := randomOps(n, seed)
 	w := Workload{Name: fmt.Sprintf("random(seed=%d, ops=%d)", seed, n), Dir: dataDir, Initial: State{}, Ops: ops,
 		Options: kv.Options{SegmentSize: int64(512 + seed%4*512), CheckpointBytes: int64(2048 + seed%3*2048)}}
 	if seed%2 == 0 {
@@ -465,7 +462,7 @@ func neverProgram(ops []kv.Op) Program {
 	}
 }
 
-// FenceTxns generates n transactions, seeded, around a lock key: a holder
+// fenceTxns generates n transactions, seeded, around a lock key: a holder
 // acquires the lock by creating its key if it is absent (its create
 // revision is the fencing token), writes under the fence, sometimes with
 // a stale token, loses the lock (delete) and another holder re-creates
@@ -475,7 +472,7 @@ func neverProgram(ops []kv.Op) Program {
 // or an earlier one. Submitted in waves, a delete, a re-creation and a
 // stale fenced write land in one group commit, whose fence must be judged
 // against the group being formed.
-func FenceTxns(n int, seed uint64) []kv.Txn {
+func fenceTxns(n int, seed uint64) []kv.Txn {
 	rng := rand.New(rand.NewPCG(seed, 0xfe9c))
 	lock := []byte("lock")
 	var txns []kv.Txn

@@ -1,7 +1,7 @@
-package killtest
+package killdriver
 
 // The kill driver's process and directory helpers: start a real kv
-// process, SIGKILL it, copy and fingerprint data directories, read a dump.
+// process, SIGKILL it, copy and fingerprint data directories.
 // The driver is a test tool, so unlike the library it uses os and os/exec
 // directly: the files it copies are the store's, but it never interprets
 // them.
@@ -23,12 +23,12 @@ import (
 	"time"
 )
 
-// killLockName is the store's lock file, which every process that opens
+// lockName is the store's lock file, which every process that opens
 // the directory rewrites with its pid: it says nothing about the data.
-const killLockName = "LOCK"
+const lockName = "LOCK"
 
-// killProc is one run of the kv binary.
-type killProc struct {
+// proc is one run of the kv binary.
+type proc struct {
 	cmd    *exec.Cmd
 	stdout bytes.Buffer
 	stderr bytes.Buffer
@@ -36,9 +36,9 @@ type killProc struct {
 	start  time.Time
 }
 
-// killCommand prepares "kv [--bug B] [flags] args...". The caller may set
-// Stdin or Stdout before killStart.
-func killCommand(ctx context.Context, binary, bug string, args ...string) *exec.Cmd {
+// command prepares "kv [--bug B] [flags] args...". The caller may set
+// Stdin or Stdout before startProc.
+func command(ctx context.Context, binary, bug string, args ...string) *exec.Cmd {
 	var a []string
 	if bug != "" {
 		a = append(a, "--bug", bug)
@@ -52,10 +52,10 @@ func killCommand(ctx context.Context, binary, bug string, args ...string) *exec.
 	return cmd
 }
 
-// killStart starts cmd, collecting stdout (unless the caller set it) and
+// startProc starts cmd, collecting stdout (unless the caller set it) and
 // stderr.
-func killStart(cmd *exec.Cmd) (*killProc, error) {
-	p := &killProc{cmd: cmd, done: make(chan error, 1)}
+func startProc(cmd *exec.Cmd) (*proc, error) {
+	p := &proc{cmd: cmd, done: make(chan error, 1)}
 	if cmd.Stdout == nil {
 		cmd.Stdout = &p.stdout
 	}
@@ -69,21 +69,21 @@ func killStart(cmd *exec.Cmd) (*killProc, error) {
 }
 
 // kill sends SIGKILL. It is harmless when the process already exited.
-func (p *killProc) kill() {
+func (p *proc) kill() {
 	p.cmd.Process.Signal(syscall.SIGKILL)
 }
 
 // wait waits for the process and reports whether SIGKILL ended it, and
 // how long it lived. A non-nil error is the process's failure (a non-zero
 // exit), with its stderr.
-func (p *killProc) wait() (killed bool, lived time.Duration, err error) {
+func (p *proc) wait() (killed bool, lived time.Duration, err error) {
 	err = <-p.done
 	lived = time.Since(p.start)
 	if ws, ok := p.cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
 		return true, lived, nil
 	}
 	if err != nil {
-		return false, lived, killProcError(err, p.stderr.String())
+		return false, lived, procError(err, p.stderr.String())
 	}
 	return false, lived, nil
 }
@@ -92,7 +92,7 @@ func (p *killProc) wait() (killed bool, lived time.Duration, err error) {
 // SIGKILLs it otherwise. killed says which happened; the wait status, not
 // the timer, decides, so that a process that exited just before the
 // signal counts as finished.
-func (p *killProc) killAfter(delay time.Duration) (killed bool, lived time.Duration, err error) {
+func (p *proc) killAfter(delay time.Duration) (killed bool, lived time.Duration, err error) {
 	t := time.NewTimer(delay)
 	defer t.Stop()
 	select {
@@ -104,9 +104,9 @@ func (p *killProc) killAfter(delay time.Duration) (killed bool, lived time.Durat
 	return p.wait()
 }
 
-// killProcError words a failed process: its stderr's first line, or the
+// procError words a failed process: its stderr's first line, or the
 // exit status.
-func killProcError(err error, stderr string) error {
+func procError(err error, stderr string) error {
 	msg := strings.TrimSpace(stderr)
 	if i := strings.IndexByte(msg, '\n'); i >= 0 {
 		msg = msg[:i]
@@ -121,9 +121,9 @@ func killProcError(err error, stderr string) error {
 	return fmt.Errorf("%s: %w", msg, err)
 }
 
-// killRun runs cmd to the end and returns its stdout.
-func killRun(cmd *exec.Cmd) (string, time.Duration, error) {
-	p, err := killStart(cmd)
+// runToEnd runs cmd to the end and returns its stdout.
+func runToEnd(cmd *exec.Cmd) (string, time.Duration, error) {
+	p, err := startProc(cmd)
 	if err != nil {
 		return "", 0, err
 	}
@@ -131,12 +131,12 @@ func killRun(cmd *exec.Cmd) (string, time.Duration, error) {
 	return p.stdout.String(), lived, err
 }
 
-// killRunWatched runs cmd to the end, as killRun does, and also returns
+// runWatched runs cmd to the end, as runToEnd does, and also returns
 // when, after the start, it first changed dir (0 if it did not, or if
 // the watch could not be set up).
-func killRunWatched(cmd *exec.Cmd, dir string) (string, time.Duration, time.Duration, error) {
-	w, werr := killWatchDir(dir)
-	p, err := killStart(cmd)
+func runWatched(cmd *exec.Cmd, dir string) (string, time.Duration, time.Duration, error) {
+	w, werr := watchDir(dir)
+	p, err := startProc(cmd)
 	if err != nil {
 		if werr == nil {
 			w.stop()
@@ -153,9 +153,9 @@ func killRunWatched(cmd *exec.Cmd, dir string) (string, time.Duration, time.Dura
 	return p.stdout.String(), lived, wrote, err
 }
 
-// killCopyDir copies the regular files of src into dst, which it creates.
+// copyDir copies the regular files of src into dst, which it creates.
 // A data directory is flat: subdirectories are an error.
-func killCopyDir(src, dst string) error {
+func copyDir(src, dst string) error {
 	ents, err := os.ReadDir(src)
 	if err != nil {
 		return err
@@ -165,16 +165,16 @@ func killCopyDir(src, dst string) error {
 	}
 	for _, e := range ents {
 		if !e.Type().IsRegular() {
-			return fmt.Errorf("killtest: %s: not a regular file", filepath.Join(src, e.Name()))
+			return fmt.Errorf("killdriver: %s: not a regular file", filepath.Join(src, e.Name()))
 		}
-		if err := killCopyFile(filepath.Join(src, e.Name()), filepath.Join(dst, e.Name())); err != nil {
+		if err := copyFile(filepath.Join(src, e.Name()), filepath.Join(dst, e.Name())); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func killCopyFile(src, dst string) error {
+func copyFile(src, dst string) error {
 	in, err := os.Open(src)
 	if err != nil {
 		return err
@@ -191,18 +191,18 @@ func killCopyFile(src, dst string) error {
 	return out.Close()
 }
 
-// killTree is a data directory's files by name, as content hashes, without
+// dirTree is a data directory's files by name, as content hashes, without
 // the lock file.
-type killTree map[string][sha256.Size]byte
+type dirTree map[string][sha256.Size]byte
 
-func killReadTree(dir string) (killTree, error) {
+func readDirTree(dir string) (dirTree, error) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, err
 	}
-	t := killTree{}
+	t := dirTree{}
 	for _, e := range ents {
-		if e.Name() == killLockName || !e.Type().IsRegular() {
+		if e.Name() == lockName || !e.Type().IsRegular() {
 			continue
 		}
 		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
@@ -214,7 +214,7 @@ func killReadTree(dir string) (killTree, error) {
 	return t, nil
 }
 
-func (t killTree) equal(u killTree) bool {
+func (t dirTree) equal(u dirTree) bool {
 	if len(t) != len(u) {
 		return false
 	}
@@ -228,7 +228,7 @@ func (t killTree) equal(u killTree) bool {
 
 // names lists the files, with runs of consecutive log segments shortened
 // to "log.000001-log.000042".
-func (t killTree) names() string {
+func (t dirTree) names() string {
 	var segs []int
 	var other []string
 	for n := range t {
@@ -264,9 +264,9 @@ func (t killTree) names() string {
 	return strings.Join(out, " ")
 }
 
-// killScrub replaces the run's directory in an error message by DIR, so
+// scrub replaces the run's directory in an error message by DIR, so
 // that the same failure in different runs reads the same.
-func killScrub(msg string, dirs ...string) string {
+func scrub(msg string, dirs ...string) string {
 	for _, d := range dirs {
 		if d != "" {
 			msg = strings.ReplaceAll(msg, d, "DIR")
@@ -275,9 +275,9 @@ func killScrub(msg string, dirs ...string) string {
 	return msg
 }
 
-// killMs formats a duration in milliseconds as the report's header does:
+// millis formats a duration in milliseconds as the report's header does:
 // "5", "0.5", "41".
-func killMs(d time.Duration) string {
+func millis(d time.Duration) string {
 	ms := float64(d) / float64(time.Millisecond)
 	if ms >= 10 {
 		return strconv.FormatFloat(float64(int64(ms*10+0.5))/10, 'f', -1, 64)

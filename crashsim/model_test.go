@@ -1,4 +1,4 @@
-package killtest
+package crashsim
 
 import (
 	"bytes"
@@ -18,7 +18,6 @@ func write(path string, ino int, off int64, data string) vfs.Event {
 
 func TestModelRules(t *testing.T) {
 	big := string(bytes.Repeat([]byte("x"), 1500))
-	type check func(t *testing.T, m *fsModel)
 	has := func(name, content string) func([]State) bool {
 		return func(ss []State) bool {
 			for _, s := range ss {

@@ -1,4 +1,4 @@
-package killtest
+package crashsim
 
 import (
 	"bytes"
@@ -201,7 +201,7 @@ func (m *fsModel) apply(e vfs.Event) error {
 		from, ok1 := m.local(e.Path)
 		to, ok2 := m.local(e.To)
 		if !ok1 || !ok2 {
-			return fmt.Errorf("killtest: rename across directories: %s", e)
+			return fmt.Errorf("crashsim: rename across directories: %s", e)
 		}
 		m.cur[to] = m.cur[from]
 		delete(m.cur, from)

@@ -1,4 +1,4 @@
-package killtest
+package crashsim
 
 import (
 	"flag"

@@ -1,4 +1,4 @@
-package killtest
+package crashsim
 
 import (
 	"fmt"
@@ -48,7 +48,7 @@ var fsyncFailureBugs = []variant.Bug{variant.RetrySync}
 // state; the retry-fsync variant, which retries the failed fdatasync and
 // acknowledges when the retry returns nil, loses acknowledged writes.
 func TestSimFsyncFailure(t *testing.T) {
-	ops := RandomOps(40, 1)
+	ops := randomOps(40, 1)
 	workloads := []Workload{
 		{Name: "writes", Dir: dataDir, Initial: State{}, Options: smallOptions, Program: writesProgram(ops), Ops: ops},
 		{Name: "keep-writing", Dir: dataDir, Initial: State{}, Options: smallOptions, Program: keepWritingProgram(ops), Ops: ops},

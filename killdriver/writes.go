@@ -1,4 +1,4 @@
-package killtest
+package killdriver
 
 import (
 	"bufio"
@@ -17,8 +17,8 @@ import (
 	"github.com/kvstore/kv/internal/opmodel"
 )
 
-// KillWritesOptions configure KillWrites. Only Binary is required.
-type KillWritesOptions struct {
+// WritesOptions configure Writes. Only Binary is required.
+type WritesOptions struct {
 	// Binary is the path of the kv binary to run.
 	Binary string
 	// Runs is the number of writers killed; 0 means 100.
@@ -49,28 +49,28 @@ type KillWritesOptions struct {
 	Keep bool
 	// StopAfterBad stops after this many bad outcomes; 0 runs them all.
 	StopAfterBad int
-	// Progress and Note are as in KillRecoveryOptions.
-	Progress func(KillProgress)
+	// Progress and Note are as in RecoveryOptions.
+	Progress func(Progress)
 	Note     func(string)
 }
 
 // The writer's store: small segments and frequent checkpoints, so that
 // the kills land in rotations and checkpoints as well as in appends.
 const (
-	killWriteSegment    = "4096"
-	killWriteCheckpoint = "8192"
+	writerSegment    = "4096"
+	writerCheckpoint = "8192"
 )
 
-// killPaces bound how far the feeder runs ahead of the acknowledgements
+// feederPaces bound how far the feeder runs ahead of the acknowledgements
 // (0: not at all). A short lead makes small group commits, and so more
 // fsyncs, rotations and checkpoints per operation; a long one makes the
 // large groups of a busy writer.
-var killPaces = []int{4, 64, 0}
+var feederPaces = []int{4, 64, 0}
 
-// killWriteOps is a seeded stream of n operations on a few keys: adds
+// writeOps is a seeded stream of n operations on a few keys: adds
 // (most of them, so that an operation applied twice or lost shows) on
 // counters c0..c7, puts on k0..k15, and deletes of either.
-func killWriteOps(rng *rand.Rand, n int) []string {
+func writeOps(rng *rand.Rand, n int) []string {
 	ops := make([]string, n)
 	const letters = "abcdefghijklmnopqrstuvwxyz0123456789"
 	for i := range ops {
@@ -92,9 +92,9 @@ func killWriteOps(rng *rand.Rand, n int) []string {
 	return ops
 }
 
-// killWriter is one "kv DIR load --ack" fed through a pipe.
-type killWriter struct {
-	p *killProc
+// writer is one "kv DIR load --ack" fed through a pipe.
+type writer struct {
+	p *proc
 	// acked is the highest "ack N" read; written counts the operations
 	// written to the pipe in full.
 	mu       sync.Mutex
@@ -107,11 +107,11 @@ type killWriter struct {
 	ackAt    time.Duration // when the kill at an ack was sent
 }
 
-// killStartWriter starts the writer on dir and feeds it ops, at most pace
+// startWriter starts the writer on dir and feeds it ops, at most pace
 // ahead of the acknowledgements (0: no bound). With killAt > 0, it sends
 // SIGKILL as soon as it reads "ack killAt".
-func killStartWriter(ctx context.Context, binary, bug, dir string, ops []string, pace, killAt int) (*killWriter, error) {
-	cmd := killCommand(ctx, binary, bug, "--segment-size", killWriteSegment, "--checkpoint-bytes", killWriteCheckpoint,
+func startWriter(ctx context.Context, binary, bug, dir string, ops []string, pace, killAt int) (*writer, error) {
+	cmd := command(ctx, binary, bug, "--segment-size", writerSegment, "--checkpoint-bytes", writerCheckpoint,
 		dir, "load", "--ack")
 	inR, inW, err := os.Pipe()
 	if err != nil {
@@ -124,7 +124,7 @@ func killStartWriter(ctx context.Context, binary, bug, dir string, ops []string,
 		return nil, err
 	}
 	cmd.Stdin, cmd.Stdout = inR, outW
-	p, err := killStart(cmd)
+	p, err := startProc(cmd)
 	// The child has its ends; the parent keeps only the other two, so that
 	// the child's death closes the pipes: EOF for the reader, EPIPE for
 	// the feeder.
@@ -135,7 +135,7 @@ func killStartWriter(ctx context.Context, binary, bug, dir string, ops []string,
 		outR.Close()
 		return nil, err
 	}
-	w := &killWriter{p: p}
+	w := &writer{p: p}
 	w.cond = sync.NewCond(&w.mu)
 	w.readers.Add(2)
 	go func() { // the acknowledgements
@@ -192,7 +192,7 @@ func killStartWriter(ctx context.Context, binary, bug, dir string, ops []string,
 // finish waits for the writer and its pipes; with delay >= 0, it sends
 // SIGKILL after delay if the writer is still running. It reports whether
 // the signal ended the writer, and how long the writer lived.
-func (w *killWriter) finish(delay time.Duration) (killed bool, lived time.Duration, err error) {
+func (w *writer) finish(delay time.Duration) (killed bool, lived time.Duration, err error) {
 	if delay >= 0 {
 		killed, lived, err = w.p.killAfter(delay)
 	} else {
@@ -202,7 +202,7 @@ func (w *killWriter) finish(delay time.Duration) (killed bool, lived time.Durati
 	return killed, lived, err
 }
 
-// KillWrites kills writers. For each run it starts "kv DIR load --ack" on
+// Writes kills writers. For each run it starts "kv DIR load --ack" on
 // a fresh directory with small segments and frequent checkpoints, feeds
 // it a seeded stream of put/del/add operations through a pipe, and
 // SIGKILLs it after a random delay or right after a random ack. It notes
@@ -211,9 +211,9 @@ func (w *killWriter) finish(delay time.Duration) (killed bool, lived time.Durati
 // model's after the first m operations for some m between the last ack
 // and the number of operations written to the pipe: every acknowledged
 // operation is there, none is applied twice, and they are in order.
-func KillWrites(ctx context.Context, o KillWritesOptions) (*KillResult, error) {
+func Writes(ctx context.Context, o WritesOptions) (*Result, error) {
 	if o.Binary == "" {
-		return nil, errors.New("killtest: no kv binary given")
+		return nil, errors.New("killdriver: no kv binary given")
 	}
 	runs, n := o.Runs, o.Ops
 	if runs <= 0 {
@@ -223,21 +223,21 @@ func KillWrites(ctx context.Context, o KillWritesOptions) (*KillResult, error) {
 		n = 1000
 	}
 	if o.Chain < 0 || o.MaxDelay < 0 {
-		return nil, errors.New("killtest: --chain and --max-delay must not be negative")
+		return nil, errors.New("killdriver: --chain and --max-delay must not be negative")
 	}
 	note := o.Note
 	if note == nil {
 		note = func(string) {}
 	}
-	r := &KillResult{Mode: "writes", Seed: killSeed(o.Seed), Planned: runs, Bug: o.Bug, Ops: n, Chain: o.Chain}
+	r := &Result{Mode: "writes", Seed: pickSeed(o.Seed), Planned: runs, Bug: o.Bug, Ops: n, Chain: o.Chain}
 	note(fmt.Sprintf("seed %d (replay with --seed %d)", r.Seed, r.Seed))
-	ops := killWriteOps(rand.New(rand.NewPCG(r.Seed, 0)), n)
-	hist, err := killModel(ops)
+	ops := writeOps(rand.New(rand.NewPCG(r.Seed, 0)), n)
+	hist, err := replay(ops)
 	if err != nil {
 		return nil, err
 	}
 
-	root, err := killWorkDir(o.Dir)
+	root, err := makeWorkDir(o.Dir)
 	if err != nil {
 		return nil, err
 	}
@@ -256,20 +256,20 @@ func KillWrites(ctx context.Context, o KillWritesOptions) (*KillResult, error) {
 	// How long a writer takes to commit everything at each pace, when it
 	// starts changing its directory, and the same for a recovery of what
 	// it leaves: the first samples of the windows of the random delays
-	// (see killWindow), which every complete writer and recovery of the
+	// (see window), which every complete writer and recovery of the
 	// runs adds to. A run without a kill must give the model's final map.
-	wins := make([]*killWindow, len(killPaces))
-	chain := &killWindow{over: 1.25}
+	wins := make([]*window, len(feederPaces))
+	chain := &window{over: 1.25}
 	var paces []string
 	var dumps []time.Duration
-	for i, pace := range killPaces {
-		wins[i] = &killWindow{given: o.MaxDelay > 0, hi: o.MaxDelay, over: 1.1}
+	for i, pace := range feederPaces {
+		wins[i] = &window{given: o.MaxDelay > 0, hi: o.MaxDelay, over: 1.1}
 		dir := filepath.Join(root, fmt.Sprintf("clean-%d", i))
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, err
 		}
-		watch, werr := killWatchDir(dir)
-		w, err := killStartWriter(ctx, o.Binary, "", dir, ops, pace, 0)
+		watch, werr := watchDir(dir)
+		w, err := startWriter(ctx, o.Binary, "", dir, ops, pace, 0)
 		if err != nil {
 			return nil, err
 		}
@@ -281,10 +281,10 @@ func KillWrites(ctx context.Context, o KillWritesOptions) (*KillResult, error) {
 			}
 		}
 		if err != nil {
-			return nil, fmt.Errorf("killtest: a writer without a kill failed: %w", err)
+			return nil, fmt.Errorf("killdriver: a writer without a kill failed: %w", err)
 		}
 		if w.protoErr != nil || w.acked != n {
-			return nil, fmt.Errorf("killtest: a writer without a kill acknowledged %d of %d operations (%v)", w.acked, n, w.protoErr)
+			return nil, fmt.Errorf("killdriver: a writer without a kill acknowledged %d of %d operations (%v)", w.acked, n, w.protoErr)
 		}
 		wins[i].add(load, start)
 		r.Clean = max(r.Clean, load)
@@ -292,18 +292,18 @@ func KillWrites(ctx context.Context, o KillWritesOptions) (*KillResult, error) {
 		if pace > 0 {
 			lead = fmt.Sprintf("with the feeder at most %d operations ahead", pace)
 		}
-		paces = append(paces, fmt.Sprintf("%s ms %s (first change after %s ms)", killMs(load), lead, killMs(start)))
+		paces = append(paces, fmt.Sprintf("%s ms %s (first change after %s ms)", millis(load), lead, millis(start)))
 
-		out, lived, wrote, err := killRunWatched(killCommand(ctx, o.Binary, "", dir, "dump"), dir)
+		out, lived, wrote, err := runWatched(command(ctx, o.Binary, "", dir, "dump"), dir)
 		if err != nil {
-			return nil, fmt.Errorf("killtest: a recovery without a crash failed: %w", err)
+			return nil, fmt.Errorf("killdriver: a recovery without a crash failed: %w", err)
 		}
 		got, err := opmodel.ParseDump(out)
 		if err != nil {
 			return nil, err
 		}
 		if opmodel.Dump(got) != hist.Dump(n) {
-			return nil, fmt.Errorf("killtest: a run without a kill does not give the model's map (-want +got):\n%s",
+			return nil, fmt.Errorf("killdriver: a run without a kill does not give the model's map (-want +got):\n%s",
 				cmp.Diff(hist.Map(n), got))
 		}
 		chain.add(lived, wrote)
@@ -317,13 +317,13 @@ func KillWrites(ctx context.Context, o KillWritesOptions) (*KillResult, error) {
 		r.MinDelay, r.MaxDelay = min(r.MinDelay, lo), max(r.MaxDelay, hi)
 	}
 	note(fmt.Sprintf("%d operations in %s; a writer without a kill takes %s; a recovery of what it leaves, %s ms",
-		n, filepath.Join(root, "ops.txt"), strings.Join(paces, ", "), killMs(killMedian(dumps))))
+		n, filepath.Join(root, "ops.txt"), strings.Join(paces, ", "), millis(median(dumps))))
 
 	good := "map of a prefix of the operations that holds every acknowledged one"
 	r.outcome(good, false)
-	keep, err := r.killRuns(ctx, runs, o.StopAfterBad, o.Progress, func(i int) (*KillFailure, error) {
+	keep, err := r.runAll(ctx, runs, o.StopAfterBad, o.Progress, func(i int) (*Failure, error) {
 		rng := rand.New(rand.NewPCG(r.Seed, uint64(i)))
-		return killWritesRun(ctx, o, root, ops, hist, i, rng, wins, chain, good, r)
+		return writesRun(ctx, o, root, ops, hist, i, rng, wins, chain, good, r)
 	})
 	keepRoot = keepRoot || keep
 	if err != nil {
@@ -332,27 +332,27 @@ func KillWrites(ctx context.Context, o KillWritesOptions) (*KillResult, error) {
 	return r, nil
 }
 
-// killWritesRun is one run: write and kill, kill the chain of recoveries,
+// writesRun is one run: write and kill, kill the chain of recoveries,
 // recover, check.
-func killWritesRun(ctx context.Context, o KillWritesOptions, root string, ops []string, hist *opmodel.History, run int,
-	rng *rand.Rand, wins []*killWindow, chain *killWindow, good string, r *KillResult) (*KillFailure, error) {
+func writesRun(ctx context.Context, o WritesOptions, root string, ops []string, hist *opmodel.History, run int,
+	rng *rand.Rand, wins []*window, chain *window, good string, r *Result) (*Failure, error) {
 	n := len(ops)
 	runDir := filepath.Join(root, fmt.Sprintf("run-%04d", run))
 	data := filepath.Join(runDir, "data")
-	pi := rng.IntN(len(killPaces))
+	pi := rng.IntN(len(feederPaces))
 	delay, killAt := time.Duration(-1), 0
 	var when string
 	if rng.IntN(2) == 0 {
 		lo, hi := wins[pi].bounds()
 		r.MinDelay, r.MaxDelay = min(r.MinDelay, lo), max(r.MaxDelay, hi)
 		delay = wins[pi].draw(rng)
-		when = "after " + killMs(delay) + " ms"
+		when = "after " + millis(delay) + " ms"
 	} else {
 		killAt = 1 + rng.IntN(n)
 		when = fmt.Sprintf("at ack %d", killAt)
 	}
 	feeder := "the feeder unbounded"
-	if p := killPaces[pi]; p > 0 {
+	if p := feederPaces[pi]; p > 0 {
 		feeder = fmt.Sprintf("the feeder at most %d operations ahead", p)
 	}
 	// The directory exists before the writer starts, as it would for a
@@ -361,7 +361,7 @@ func killWritesRun(ctx context.Context, o KillWritesOptions, root string, ops []
 	if err := os.MkdirAll(data, 0o755); err != nil {
 		return nil, err
 	}
-	w, err := killStartWriter(ctx, o.Binary, o.Bug, data, ops, killPaces[pi], killAt)
+	w, err := startWriter(ctx, o.Binary, o.Bug, data, ops, feederPaces[pi], killAt)
 	if err != nil {
 		return nil, err
 	}
@@ -376,15 +376,15 @@ func killWritesRun(ctx context.Context, o KillWritesOptions, root string, ops []
 		delay = w.ackAt
 	}
 	lastAck, written := w.acked, w.written
-	how := fmt.Sprintf("writer (%s) SIGKILLed %s, %s", feeder, when, killState(killed))
+	how := fmt.Sprintf("writer (%s) SIGKILLed %s, %s", feeder, when, killedOrFinished(killed))
 	r.Acked += lastAck
 	if killed {
-		if t, err := killReadTree(data); err == nil && len(t) > 0 {
+		if t, err := readDirTree(data); err == nil && len(t) > 0 {
 			r.Changed++
 		}
 	}
 	stages := []string{"after-kill"}
-	if err := killCopyDir(data, filepath.Join(runDir, "after-kill")); err != nil {
+	if err := copyDir(data, filepath.Join(runDir, "after-kill")); err != nil {
 		return nil, err
 	}
 
@@ -392,7 +392,7 @@ func killWritesRun(ctx context.Context, o KillWritesOptions, root string, ops []
 	fail := func(d, det string) { desc, bad, detail = d, true, det }
 	switch {
 	case werr != nil:
-		fail("writer failed: "+killScrub(werr.Error(), data), werr.Error())
+		fail("writer failed: "+scrub(werr.Error(), data), werr.Error())
 	case w.protoErr != nil:
 		fail("writer printed something else than acks", w.protoErr.Error())
 	case !killed && lastAck != n:
@@ -400,7 +400,7 @@ func killWritesRun(ctx context.Context, o KillWritesOptions, root string, ops []
 	}
 	for c := 1; c <= o.Chain && !bad; c++ {
 		d := chain.draw(rng)
-		p, err := killStart(killCommand(ctx, o.Binary, o.Bug, data, "dump"))
+		p, err := startProc(command(ctx, o.Binary, o.Bug, data, "dump"))
 		if err != nil {
 			return nil, err
 		}
@@ -415,18 +415,18 @@ func killWritesRun(ctx context.Context, o KillWritesOptions, root string, ops []
 		if ck {
 			r.ChainKilled++
 		}
-		how += fmt.Sprintf("; recovery %d SIGKILLed after %s ms, %s", c, killMs(d), killState(ck))
+		how += fmt.Sprintf("; recovery %d SIGKILLed after %s ms, %s", c, millis(d), killedOrFinished(ck))
 		stage := fmt.Sprintf("after-chain-%d", c)
 		stages = append(stages, stage)
-		if err := killCopyDir(data, filepath.Join(runDir, stage)); err != nil {
+		if err := copyDir(data, filepath.Join(runDir, stage)); err != nil {
 			return nil, err
 		}
 		if cerr != nil {
-			fail(fmt.Sprintf("recovery %d of the chain failed: %s", c, killScrub(cerr.Error(), data)), cerr.Error())
+			fail(fmt.Sprintf("recovery %d of the chain failed: %s", c, scrub(cerr.Error(), data)), cerr.Error())
 		}
 	}
 	if !bad {
-		out, lived, wrote, err := killRunWatched(killCommand(ctx, o.Binary, o.Bug, data, "dump"), data)
+		out, lived, wrote, err := runWatched(command(ctx, o.Binary, o.Bug, data, "dump"), data)
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
@@ -438,9 +438,9 @@ func killWritesRun(ctx context.Context, o KillWritesOptions, root string, ops []
 			got, err = opmodel.ParseDump(out)
 		}
 		if err != nil {
-			fail("recovery failed: "+killScrub(err.Error(), data), err.Error())
+			fail("recovery failed: "+scrub(err.Error(), data), err.Error())
 		} else {
-			killWritesCheck(ops, hist, got, lastAck, written, r, fail)
+			checkWrites(ops, hist, got, lastAck, written, r, fail)
 		}
 	}
 	r.count(desc, bad, killed)
@@ -451,18 +451,18 @@ func killWritesRun(ctx context.Context, o KillWritesOptions, root string, ops []
 		return nil, nil
 	}
 	stages = append(stages, "data")
-	return &KillFailure{
+	return &Failure{
 		Run: run, Delay: delay, How: how, Killed: killed, Outcome: desc,
 		Dir: runDir, Holds: append(stages, "the operations in "+filepath.Join(root, "ops.txt")),
 		Detail: fmt.Sprintf("last ack %d, %d operations written to the pipe\n%s", lastAck, written, detail),
 	}, nil
 }
 
-// killWritesCheck classifies a recovered map: the model's after m
+// checkWrites classifies a recovered map: the model's after m
 // operations with lastAck <= m <= written is right; an earlier prefix
 // lost acknowledged operations; no prefix at all means operations applied
 // twice, out of order or made up.
-func killWritesCheck(ops []string, hist *opmodel.History, got map[string]string, lastAck, written int, r *KillResult, fail func(string, string)) {
+func checkWrites(ops []string, hist *opmodel.History, got map[string]string, lastAck, written int, r *Result, fail func(string, string)) {
 	c := opmodel.Dump(got)
 	for m := lastAck; m <= written; m++ {
 		if hist.Dump(m) == c {

@@ -1,4 +1,4 @@
-package killtest
+package killdriver
 
 import (
 	"bufio"
@@ -19,17 +19,17 @@ import (
 	"github.com/kvstore/kv/internal/opmodel"
 )
 
-// KillProgress is the state of a kill-driver run, reported after every
+// Progress is the state of a kill-driver run, reported after every
 // run.
-type KillProgress struct {
+type Progress struct {
 	Done, Total int
 	Killed, Bad int
 }
 
-// KillRecoveryOptions configure KillRecovery. Only Binary is required;
+// RecoveryOptions configure Recovery. Only Binary is required;
 // the zero value of every other field is the article's setting or sized
 // from this machine.
-type KillRecoveryOptions struct {
+type RecoveryOptions struct {
 	// Binary is the path of the kv binary to run.
 	Binary string
 	// Runs is the number of kills; 0 means 500.
@@ -66,52 +66,52 @@ type KillRecoveryOptions struct {
 	StopAfterBad int
 	// Progress, when set, is called after every run; Note with each line
 	// worth showing before the report (the seed, the prepared directory).
-	Progress func(KillProgress)
+	Progress func(Progress)
 	Note     func(string)
 }
 
-// killPadValue is the size of a filler put: one fills a killPadSegment.
+// padValue is the size of a filler put: one fills a padSegment.
 const (
-	killPadValue   = 1024
-	killPadSegment = 1024
+	padValue   = 1024
+	padSegment = 1024
 )
 
-// killRecoveryOps is the workload of n operations: fillers, then the
+// recoveryOps is the workload of n operations: fillers, then the
 // article's 17.
-func killRecoveryOps(n int) []string {
+func recoveryOps(n int) []string {
 	var ops []string
 	for i := 0; i < n-17; i++ {
 		if i%2 == 0 {
 			ops = append(ops, fmt.Sprintf("add e%d %d", i/2%4, i/2+1))
 		} else {
-			ops = append(ops, "put pad "+strings.Repeat(string(rune('a'+i/2%26)), killPadValue))
+			ops = append(ops, "put pad "+strings.Repeat(string(rune('a'+i/2%26)), padValue))
 		}
 	}
 	return append(ops, opmodel.Article()...)
 }
 
-// killModel is the history of the map that ops, op lines, make when each
+// replay is the history of the map that ops, op lines, make when each
 // commits one record, as kv load commits them.
-func killModel(ops []string) (*opmodel.History, error) {
+func replay(ops []string) (*opmodel.History, error) {
 	parsed, err := opmodel.Parse(ops)
 	if err != nil {
-		return nil, fmt.Errorf("killtest: the workload: %w", err)
+		return nil, fmt.Errorf("killdriver: the workload: %w", err)
 	}
 	h, err := opmodel.Replay(parsed)
 	if err != nil {
-		return nil, fmt.Errorf("killtest: the workload: %w", err)
+		return nil, fmt.Errorf("killdriver: the workload: %w", err)
 	}
 	return h, nil
 }
 
-// killLoad writes ops into the new directory dir with "kv DIR load --ack",
+// prepare writes ops into the new directory dir with "kv DIR load --ack",
 // one at a time: each is written only after the previous one was
 // acknowledged, so that each is its own group commit and its own record
 // append, and segments rotate where the sizes say, not where the group
 // commit happened to cut.
-func killLoad(ctx context.Context, binary string, dir string, ops []string, flags ...string) error {
+func prepare(ctx context.Context, binary string, dir string, ops []string, flags ...string) error {
 	args := append(append([]string{}, flags...), dir, "load", "--ack")
-	cmd := killCommand(ctx, binary, "", args...)
+	cmd := command(ctx, binary, "", args...)
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		return err
@@ -144,18 +144,18 @@ func killLoad(ctx context.Context, binary string, dir string, ops []string, flag
 	in.Close()
 	io.Copy(io.Discard, out)
 	if err := cmd.Wait(); err != nil {
-		return fmt.Errorf("killtest: preparing %s: %w", dir, killProcError(err, stderr.String()))
+		return fmt.Errorf("killdriver: preparing %s: %w", dir, procError(err, stderr.String()))
 	}
 	if ferr != nil {
-		return fmt.Errorf("killtest: preparing %s: %w", dir, ferr)
+		return fmt.Errorf("killdriver: preparing %s: %w", dir, ferr)
 	}
 	return nil
 }
 
-// killSegments reads the record count of each segment of dir with
+// segments reads the record count of each segment of dir with
 // "kv DIR stat --json".
-func killSegments(ctx context.Context, binary, dir string) ([]int, error) {
-	out, _, err := killRun(killCommand(ctx, binary, "", dir, "stat", "--json"))
+func segments(ctx context.Context, binary, dir string) ([]int, error) {
+	out, _, err := runToEnd(command(ctx, binary, "", dir, "stat", "--json"))
 	if err != nil {
 		return nil, err
 	}
@@ -166,10 +166,10 @@ func killSegments(ctx context.Context, binary, dir string) ([]int, error) {
 		} `json:"segments"`
 	}
 	if err := json.Unmarshal([]byte(out), &st); err != nil {
-		return nil, fmt.Errorf("killtest: kv stat --json: %w", err)
+		return nil, fmt.Errorf("killdriver: kv stat --json: %w", err)
 	}
 	if st.Snapshot != nil {
-		return nil, fmt.Errorf("killtest: %s has a snapshot; the workload needs a log to replay", dir)
+		return nil, fmt.Errorf("killdriver: %s has a snapshot; the workload needs a log to replay", dir)
 	}
 	recs := make([]int, len(st.Segments))
 	for i, s := range st.Segments {
@@ -178,8 +178,8 @@ func killSegments(ctx context.Context, binary, dir string) ([]int, error) {
 	return recs, nil
 }
 
-// killWorkDir makes the work directory.
-func killWorkDir(parent string) (string, error) {
+// makeWorkDir makes the work directory.
+func makeWorkDir(parent string) (string, error) {
 	if parent != "" {
 		if err := os.MkdirAll(parent, 0o755); err != nil {
 			return "", err
@@ -188,26 +188,26 @@ func killWorkDir(parent string) (string, error) {
 	return os.MkdirTemp(parent, "kv-killtest-")
 }
 
-func killSeed(seed uint64) uint64 {
+func pickSeed(seed uint64) uint64 {
 	for seed == 0 {
 		seed = rand.Uint64() >> 11 // short enough to type
 	}
 	return seed
 }
 
-// killCeilMs rounds d up to a whole millisecond.
-func killCeilMs(d time.Duration) time.Duration {
+// ceilMillis rounds d up to a whole millisecond.
+func ceilMillis(d time.Duration) time.Duration {
 	return (d + time.Millisecond - 1).Truncate(time.Millisecond)
 }
 
-// killMedian is the median of ds.
-func killMedian(ds []time.Duration) time.Duration {
+// median is the median of ds.
+func median(ds []time.Duration) time.Duration {
 	s := slices.Clone(ds)
 	slices.Sort(s)
 	return s[len(s)/2]
 }
 
-// KillRecovery kills recoveries, as the article does. It prepares a data
+// Recovery kills recoveries, as the article does. It prepares a data
 // directory holding the workload in log segments and no snapshot, and
 // finds the map of a recovery without a crash (kv DIR dump on a copy).
 // Then, for each run, it copies the prepared directory, starts
@@ -217,9 +217,9 @@ func killMedian(ds []time.Duration) time.Duration {
 //
 // The error is for a driver that could not do its job (no binary, a
 // preparation that failed); what the runs found is in the result.
-func KillRecovery(ctx context.Context, o KillRecoveryOptions) (*KillResult, error) {
+func Recovery(ctx context.Context, o RecoveryOptions) (*Result, error) {
 	if o.Binary == "" {
-		return nil, errors.New("killtest: no kv binary given")
+		return nil, errors.New("killdriver: no kv binary given")
 	}
 	runs, ops := o.Runs, o.Ops
 	if runs <= 0 {
@@ -229,19 +229,19 @@ func KillRecovery(ctx context.Context, o KillRecoveryOptions) (*KillResult, erro
 		ops = 17
 	}
 	if ops < 17 {
-		return nil, fmt.Errorf("killtest: --ops %d: the workload holds at least the article's 17 operations", ops)
+		return nil, fmt.Errorf("killdriver: --ops %d: the workload holds at least the article's 17 operations", ops)
 	}
 	if o.MaxDelay < 0 || o.MinDelay < 0 || (o.MaxDelay > 0 && o.MinDelay > o.MaxDelay) {
-		return nil, fmt.Errorf("killtest: delays between %v and %v: want 0 <= min <= max", o.MinDelay, o.MaxDelay)
+		return nil, fmt.Errorf("killdriver: delays between %v and %v: want 0 <= min <= max", o.MinDelay, o.MaxDelay)
 	}
 	note := o.Note
 	if note == nil {
 		note = func(string) {}
 	}
-	r := &KillResult{Mode: "recovery", Seed: killSeed(o.Seed), Planned: runs, Bug: o.Bug, Ops: ops, Landed: map[string]int{}}
+	r := &Result{Mode: "recovery", Seed: pickSeed(o.Seed), Planned: runs, Bug: o.Bug, Ops: ops, Landed: map[string]int{}}
 	note(fmt.Sprintf("seed %d (replay with --seed %d)", r.Seed, r.Seed))
 
-	root, err := killWorkDir(o.Dir)
+	root, err := makeWorkDir(o.Dir)
 	if err != nil {
 		return nil, err
 	}
@@ -258,27 +258,27 @@ func KillRecovery(ctx context.Context, o KillRecoveryOptions) (*KillResult, erro
 	// group commit, no checkpoint (the CLI cannot say "never", so a
 	// threshold far above the workload's size).
 	prep := filepath.Join(root, "prepared")
-	workload := killRecoveryOps(ops)
+	workload := recoveryOps(ops)
 	flags := []string{"--checkpoint-bytes", "1GiB"}
 	if ops > 17 {
-		flags = append(flags, "--segment-size", strconv.Itoa(killPadSegment))
+		flags = append(flags, "--segment-size", strconv.Itoa(padSegment))
 	}
-	if err := killLoad(ctx, o.Binary, prep, workload, flags...); err != nil {
+	if err := prepare(ctx, o.Binary, prep, workload, flags...); err != nil {
 		return nil, err
 	}
-	segs, err := killSegments(ctx, o.Binary, prep)
+	segs, err := segments(ctx, o.Binary, prep)
 	if err != nil {
 		return nil, err
 	}
 	if len(segs) == 0 || segs[len(segs)-1] < 17 {
-		return nil, fmt.Errorf("killtest: the prepared directory's last segment should hold the article's 17 operations; records per segment: %v", segs)
+		return nil, fmt.Errorf("killdriver: the prepared directory's last segment should hold the article's 17 operations; records per segment: %v", segs)
 	}
 	r.Segments = len(segs)
-	prepTree, err := killReadTree(prep)
+	prepTree, err := readDirTree(prep)
 	if err != nil {
 		return nil, err
 	}
-	hist, err := killModel(workload)
+	hist, err := replay(workload)
 	if err != nil {
 		return nil, err
 	}
@@ -286,19 +286,19 @@ func KillRecovery(ctx context.Context, o KillRecoveryOptions) (*KillResult, erro
 
 	// The map of a recovery without a crash, and how long one takes
 	// here: three recoveries of copies, with the correct store. The
-	// window of the delays (see killWindow) learns from these, and from
+	// window of the delays (see window) learns from these, and from
 	// every complete recovery of the runs.
-	win := &killWindow{given: o.MaxDelay > 0, lo: o.MinDelay, hi: o.MaxDelay, over: 1.1}
+	win := &window{given: o.MaxDelay > 0, lo: o.MinDelay, hi: o.MaxDelay, over: 1.1}
 	var want map[string]string
 	var times, writes []time.Duration
 	for i := range 3 {
 		c := filepath.Join(root, fmt.Sprintf("clean-%d", i))
-		if err := killCopyDir(prep, c); err != nil {
+		if err := copyDir(prep, c); err != nil {
 			return nil, err
 		}
-		out, lived, wrote, err := killRunWatched(killCommand(ctx, o.Binary, "", c, "dump"), c)
+		out, lived, wrote, err := runWatched(command(ctx, o.Binary, "", c, "dump"), c)
 		if err != nil {
-			return nil, fmt.Errorf("killtest: a recovery without a crash failed: %w", err)
+			return nil, fmt.Errorf("killdriver: a recovery without a crash failed: %w", err)
 		}
 		win.add(lived, wrote)
 		if wrote > 0 {
@@ -309,24 +309,24 @@ func KillRecovery(ctx context.Context, o KillRecoveryOptions) (*KillResult, erro
 			return nil, err
 		}
 		if d := cmp.Diff(model, got); d != "" {
-			return nil, fmt.Errorf("killtest: a recovery without a crash does not give the workload's map (-want +got):\n%s", d)
+			return nil, fmt.Errorf("killdriver: a recovery without a crash does not give the workload's map (-want +got):\n%s", d)
 		}
 		want = got
 		times = append(times, lived)
 		os.RemoveAll(c)
 	}
-	r.Clean = killMedian(times)
+	r.Clean = median(times)
 
 	wrote := ""
 	if len(writes) > 0 {
-		wrote = fmt.Sprintf(" (it starts changing the directory after %s ms)", killMs(killMedian(writes)))
+		wrote = fmt.Sprintf(" (it starts changing the directory after %s ms)", millis(median(writes)))
 	}
 	note(fmt.Sprintf("prepared %s: %d operations in %d segment(s), no snapshot; a recovery without a crash takes %s ms here%s and gives %s",
-		prep, ops, len(segs), killMs(r.Clean), wrote, opmodel.Summary(want)))
+		prep, ops, len(segs), millis(r.Clean), wrote, opmodel.Summary(want)))
 
 	good := "same map as a recovery without crash"
 	r.outcome(good, false)
-	keep, err := r.killRuns(ctx, runs, o.StopAfterBad, o.Progress, func(i int) (*KillFailure, error) {
+	keep, err := r.runAll(ctx, runs, o.StopAfterBad, o.Progress, func(i int) (*Failure, error) {
 		rng := rand.New(rand.NewPCG(r.Seed, uint64(i)))
 		lo, hi := win.bounds()
 		if i == 1 || lo < r.MinDelay {
@@ -334,7 +334,7 @@ func KillRecovery(ctx context.Context, o KillRecoveryOptions) (*KillResult, erro
 		}
 		r.MaxDelay = max(r.MaxDelay, hi)
 		delay := win.draw(rng)
-		return killRecoveryRun(ctx, o, root, prep, prepTree, want, i, delay, win, r)
+		return recoveryRun(ctx, o, root, prep, prepTree, want, i, delay, win, r)
 	})
 	keepRoot = keepRoot || keep
 	if err != nil {
@@ -343,17 +343,17 @@ func KillRecovery(ctx context.Context, o KillRecoveryOptions) (*KillResult, erro
 	return r, nil
 }
 
-// killRecoveryRun is one run: copy, recover, kill, recover again, compare.
+// recoveryRun is one run: copy, recover, kill, recover again, compare.
 // It returns the failure when the outcome is bad, and adds the
 // recoveries that ran to the end to win.
-func killRecoveryRun(ctx context.Context, o KillRecoveryOptions, root, prep string, prepTree killTree,
-	want map[string]string, run int, delay time.Duration, win *killWindow, r *KillResult) (*KillFailure, error) {
+func recoveryRun(ctx context.Context, o RecoveryOptions, root, prep string, prepTree dirTree,
+	want map[string]string, run int, delay time.Duration, win *window, r *Result) (*Failure, error) {
 	runDir := filepath.Join(root, fmt.Sprintf("run-%04d", run))
 	data := filepath.Join(runDir, "after-kill")
-	if err := killCopyDir(prep, data); err != nil {
+	if err := copyDir(prep, data); err != nil {
 		return nil, err
 	}
-	p, err := killStart(killCommand(ctx, o.Binary, o.Bug, data, "dump"))
+	p, err := startProc(command(ctx, o.Binary, o.Bug, data, "dump"))
 	if err != nil {
 		return nil, err
 	}
@@ -365,7 +365,7 @@ func killRecoveryRun(ctx context.Context, o KillRecoveryOptions, root, prep stri
 		win.add(firstLived, 0)
 	}
 	// Keep what the kill left; the second recovery runs on a copy.
-	tree, err := killReadTree(data)
+	tree, err := readDirTree(data)
 	if err != nil {
 		return nil, err
 	}
@@ -376,7 +376,7 @@ func killRecoveryRun(ctx context.Context, o KillRecoveryOptions, root, prep stri
 		r.Landed[tree.names()]++
 	}
 	again := filepath.Join(runDir, "after-recovery")
-	if err := killCopyDir(data, again); err != nil {
+	if err := copyDir(data, again); err != nil {
 		return nil, err
 	}
 
@@ -387,12 +387,12 @@ func killRecoveryRun(ctx context.Context, o KillRecoveryOptions, root, prep stri
 	}
 	switch {
 	case firstErr != nil:
-		desc, bad, detail = "first recovery failed: "+killScrub(firstErr.Error(), data), true, firstErr.Error()
+		desc, bad, detail = "first recovery failed: "+scrub(firstErr.Error(), data), true, firstErr.Error()
 	case firstMap != nil && !cmp.Equal(want, firstMap):
 		desc, bad = "first recovery (not killed) gave a different map: "+opmodel.Describe(want, firstMap), true
 		detail = "diff (-want +got):\n" + cmp.Diff(want, firstMap)
 	default:
-		out, lived, wrote, err := killRunWatched(killCommand(ctx, o.Binary, o.Bug, again, "dump"), again)
+		out, lived, wrote, err := runWatched(command(ctx, o.Binary, o.Bug, again, "dump"), again)
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
@@ -403,7 +403,7 @@ func killRecoveryRun(ctx context.Context, o KillRecoveryOptions, root, prep stri
 		}
 		switch {
 		case err != nil:
-			desc, bad, detail = "second recovery failed: "+killScrub(err.Error(), again), true, err.Error()
+			desc, bad, detail = "second recovery failed: "+scrub(err.Error(), again), true, err.Error()
 		case !cmp.Equal(want, got):
 			desc, bad = "different map: "+opmodel.Describe(want, got), true
 			detail = "diff (-want +got):\n" + cmp.Diff(want, got)
@@ -416,11 +416,11 @@ func killRecoveryRun(ctx context.Context, o KillRecoveryOptions, root, prep stri
 		}
 		return nil, nil
 	}
-	if err := killCopyDir(prep, filepath.Join(runDir, "before-kill")); err != nil {
+	if err := copyDir(prep, filepath.Join(runDir, "before-kill")); err != nil {
 		return nil, err
 	}
-	return &KillFailure{
-		Run: run, Delay: delay, How: fmt.Sprintf("recovery SIGKILLed after %s ms, %s", killMs(delay), killState(killed)), Killed: killed, Outcome: desc,
+	return &Failure{
+		Run: run, Delay: delay, How: fmt.Sprintf("recovery SIGKILLed after %s ms, %s", millis(delay), killedOrFinished(killed)), Killed: killed, Outcome: desc,
 		Dir: runDir, Holds: []string{"before-kill", "after-kill", "after-recovery"}, Detail: detail,
 	}, nil
 }

@@ -1,11 +1,11 @@
-package killtest
+package killdriver
 
 import (
 	"math/rand/v2"
 	"time"
 )
 
-// killWindow is the window of the random delays before SIGKILL. Given
+// window is the window of the random delays before SIGKILL. Given
 // bounds are used as they are. Otherwise the window is sized from this
 // machine and follows its load: it opens at 0.8 times the median time
 // at which recent complete runs of the process started to change the
@@ -14,7 +14,7 @@ import (
 // tests little) and closes past their median time to the end by the
 // factor over, so that most kills land while the process works. Every
 // complete run adds a sample; the window uses the latest 15.
-type killWindow struct {
+type window struct {
 	// given is set when the bounds were given: lo and hi.
 	given  bool
 	lo, hi time.Duration
@@ -25,11 +25,11 @@ type killWindow struct {
 	starts []time.Duration
 }
 
-const killSamples = 15
+const windowSamples = 15
 
 // add notes a complete run that lived end and first changed the
 // directory at start (0 if unknown).
-func (w *killWindow) add(end, start time.Duration) {
+func (w *window) add(end, start time.Duration) {
 	w.ends = append(w.ends, end)
 	if start > 0 {
 		w.starts = append(w.starts, start)
@@ -37,20 +37,20 @@ func (w *killWindow) add(end, start time.Duration) {
 }
 
 // bounds returns the window now.
-func (w *killWindow) bounds() (lo, hi time.Duration) {
+func (w *window) bounds() (lo, hi time.Duration) {
 	if w.given || len(w.ends) == 0 {
 		return w.lo, w.hi
 	}
 	lo = w.lo
 	if lo == 0 && len(w.starts) > 0 {
-		lo = (killMedian(w.starts[max(0, len(w.starts)-killSamples):]) * 8 / 10).Truncate(100 * time.Microsecond)
+		lo = (median(w.starts[max(0, len(w.starts)-windowSamples):]) * 8 / 10).Truncate(100 * time.Microsecond)
 	}
-	end := killMedian(w.ends[max(0, len(w.ends)-killSamples):])
-	return lo, max(lo+killCeilMs(time.Duration(float64(end-lo)*w.over)), lo)
+	end := median(w.ends[max(0, len(w.ends)-windowSamples):])
+	return lo, max(lo+ceilMillis(time.Duration(float64(end-lo)*w.over)), lo)
 }
 
 // draw picks a delay in the window.
-func (w *killWindow) draw(rng *rand.Rand) time.Duration {
+func (w *window) draw(rng *rand.Rand) time.Duration {
 	lo, hi := w.bounds()
 	return lo + time.Duration(rng.Float64()*float64(hi-lo))
 }

@@ -1,4 +1,4 @@
-package killtest
+package killdriver
 
 import (
 	"bytes"
@@ -62,7 +62,7 @@ func kvBinary(t testing.TB) string {
 }
 
 // moduleRoot is the directory of go.mod above the working directory
-// (killtest/.. when the tests run).
+// (killdriver/.. when the tests run).
 func moduleRoot() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
@@ -80,28 +80,28 @@ func moduleRoot() (string, error) {
 	}
 }
 
-func killReportText(r *KillResult) string {
+func reportText(r *Result) string {
 	var b bytes.Buffer
 	r.WriteReport(&b)
 	return b.String()
 }
 
-// TestKillRecovery kills recoveries of the article's directory with the
+// TestRecovery kills recoveries of the article's directory with the
 // correct store: every second recovery gives the map of a recovery
 // without a crash, and the report says how many kills landed.
-func TestKillRecovery(t *testing.T) {
+func TestRecovery(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs 60 recoveries of the real binary")
 	}
 	bin := kvBinary(t)
 	var notes []string
-	r, err := KillRecovery(context.Background(), KillRecoveryOptions{
+	r, err := Recovery(context.Background(), RecoveryOptions{
 		Binary: bin, Runs: 60, Dir: t.TempDir(), Note: func(s string) { notes = append(notes, s) },
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := killReportText(r)
+	out := reportText(r)
 	t.Logf("%s\n%s", strings.Join(notes, "\n"), out)
 	if r.Runs != 60 || r.Bad() != 0 || !r.OK(false) {
 		t.Errorf("%d runs, %d bad; want 60 runs and none bad", r.Runs, r.Bad())
@@ -124,27 +124,27 @@ func TestKillRecovery(t *testing.T) {
 	}
 }
 
-// TestKillRecoveryDoubleApply is the article's result: with the
+// TestRecoveryDoubleApply is the article's result: with the
 // double-apply variant, a recovery killed between the snapshot's rename
 // and the deletion of the segment it covers leaves a directory whose next
 // recovery applies every increment twice. The window is a directory fsync
 // long; should the article's 17 operations not hit it, a workload with a
 // hundred more segments to delete makes it longer.
-func TestKillRecoveryDoubleApply(t *testing.T) {
+func TestRecoveryDoubleApply(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs up to 400 recoveries of the real binary")
 	}
 	bin := kvBinary(t)
-	var r *KillResult
+	var r *Result
 	for _, ops := range []int{17, 201} {
 		var err error
-		r, err = KillRecovery(context.Background(), KillRecoveryOptions{
+		r, err = Recovery(context.Background(), RecoveryOptions{
 			Binary: bin, Runs: 200, Ops: ops, Bug: "double-apply", StopAfterBad: 1, Dir: t.TempDir(),
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("--ops %d:\n%s", ops, killReportText(r))
+		t.Logf("--ops %d:\n%s", ops, reportText(r))
 		if r.Bad() > 0 {
 			break
 		}
@@ -159,7 +159,7 @@ func TestKillRecoveryDoubleApply(t *testing.T) {
 		}
 	}
 	if !found {
-		t.Errorf("no outcome says c=110 instead of 55, d=14 instead of 7:\n%s", killReportText(r))
+		t.Errorf("no outcome says c=110 instead of 55, d=14 instead of 7:\n%s", reportText(r))
 	}
 	if len(r.Failures) == 0 || r.Dir == "" {
 		t.Fatalf("the failing run was not kept")
@@ -176,21 +176,21 @@ func TestKillRecoveryDoubleApply(t *testing.T) {
 	}
 }
 
-// TestKillWrites kills writers, and the first recovery after each, with
+// TestWrites kills writers, and the first recovery after each, with
 // the correct store: every recovered map holds every acknowledged
 // operation, once, in order.
-func TestKillWrites(t *testing.T) {
+func TestWrites(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs 20 writers of the real binary")
 	}
 	bin := kvBinary(t)
-	r, err := KillWrites(context.Background(), KillWritesOptions{
+	r, err := Writes(context.Background(), WritesOptions{
 		Binary: bin, Runs: 20, Ops: 300, Chain: 1, Dir: t.TempDir(),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := killReportText(r)
+	out := reportText(r)
 	t.Log("\n" + out)
 	if r.Runs != 20 || r.Bad() != 0 {
 		t.Errorf("%d runs, %d bad; want 20 runs and none bad", r.Runs, r.Bad())
@@ -203,8 +203,8 @@ func TestKillWrites(t *testing.T) {
 	}
 }
 
-func TestKillTreeNames(t *testing.T) {
-	tree := killTree{}
+func TestDirTreeNames(t *testing.T) {
+	tree := dirTree{}
 	for _, n := range []string{"log.000001", "log.000002", "log.000003", "log.000005", "snapshot", "snapshot.tmp"} {
 		tree[n] = [32]byte{}
 	}
@@ -213,10 +213,10 @@ func TestKillTreeNames(t *testing.T) {
 	}
 }
 
-// TestKillWritesCheck classifies recovered maps against the model.
-func TestKillWritesCheck(t *testing.T) {
+// TestCheckWrites classifies recovered maps against the model.
+func TestCheckWrites(t *testing.T) {
 	ops := []string{"add c 1", "add c 2", "put k v", "add c 4", "del k"}
-	hist, err := killModel(ops)
+	hist, err := replay(ops)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +236,7 @@ func TestKillWritesCheck(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var bad string
-			killWritesCheck(ops, hist, tc.got, tc.lastAck, tc.written, &KillResult{}, func(d, _ string) { bad = d })
+			checkWrites(ops, hist, tc.got, tc.lastAck, tc.written, &Result{}, func(d, _ string) { bad = d })
 			if bad != tc.bad {
 				t.Errorf("got %q, want %q", bad, tc.bad)
 			}

@@ -1,15 +1,7 @@
-package killtest
+package killdriver
 
-// The kill driver: real kv processes, real kernel, SIGKILL.
-//
-// KillRecovery kills a recovery (kv DIR dump) at a random moment and
-// checks that a second recovery gives the map of a recovery without a
-// crash, as in the article. KillWrites kills a writer (kv DIR load --ack)
-// and, optionally, the recoveries after it, and checks that the map holds
-// every acknowledged operation, applied once, in order. Both report in
-// the article's table form. A process crash cannot lose what the page
-// cache holds, so the driver cannot see a missing fsync (the simulator
-// can); what it checks is the real binary under real timing.
+// What the runs of the kill driver found, and its report in the
+// article's table form.
 
 import (
 	"context"
@@ -20,10 +12,10 @@ import (
 	"time"
 )
 
-// KillOutcome is one row of the report: what the run after the kill
+// Outcome is one row of the report: what the run after the kill
 // found, and how many runs found it with the first process killed or
 // finished.
-type KillOutcome struct {
+type Outcome struct {
 	// Desc words the outcome: "same map as a recovery without crash",
 	// "different map: c=110 instead of 55, d=14 instead of 7", ...
 	Desc string
@@ -34,8 +26,8 @@ type KillOutcome struct {
 	Killed, Finished int
 }
 
-// KillFailure is a run with a bad outcome, kept for a look.
-type KillFailure struct {
+// Failure is a run with a bad outcome, kept for a look.
+type Failure struct {
 	// Run numbers the run from 1.
 	Run int
 	// Delay is when SIGKILL was sent after the start of the process (for
@@ -58,8 +50,8 @@ type KillFailure struct {
 	Detail string
 }
 
-// KillResult is what a kill-driver run found.
-type KillResult struct {
+// Result is what a kill-driver run found.
+type Result struct {
 	// Mode is "recovery" or "writes".
 	Mode string
 	// Seed replays the run's random choices (--seed).
@@ -99,9 +91,9 @@ type KillResult struct {
 	Acked, Unacked int
 	// Outcomes are the report's rows, the expected outcome first, then in
 	// order of first appearance.
-	Outcomes []*KillOutcome
+	Outcomes []*Outcome
 	// Failures lists the runs with a bad outcome.
-	Failures []KillFailure
+	Failures []Failure
 	// Dir is the work directory when it was kept (failures or Keep), ""
 	// when it was removed.
 	Dir string
@@ -112,7 +104,7 @@ type KillResult struct {
 }
 
 // Bad counts the runs with a bad outcome.
-func (r *KillResult) Bad() int {
+func (r *Result) Bad() int {
 	n := 0
 	for _, o := range r.Outcomes {
 		if o.Bad {
@@ -124,15 +116,15 @@ func (r *KillResult) Bad() int {
 
 // OK reports whether the runs had the expected outcome: none bad, or,
 // with expectBad (for a bug variant), at least one bad.
-func (r *KillResult) OK(expectBad bool) bool {
+func (r *Result) OK(expectBad bool) bool {
 	if expectBad {
 		return r.Bad() > 0
 	}
 	return r.Bad() == 0 && !r.Interrupted && r.Runs > 0
 }
 
-// KillShare is the share of runs whose first process the signal ended.
-func (r *KillResult) KillShare() float64 {
+// KilledShare is the share of runs whose first process the signal ended.
+func (r *Result) KilledShare() float64 {
 	if r.Runs == 0 {
 		return 0
 	}
@@ -140,18 +132,18 @@ func (r *KillResult) KillShare() float64 {
 }
 
 // outcome returns the row desc, adding it if new.
-func (r *KillResult) outcome(desc string, bad bool) *KillOutcome {
+func (r *Result) outcome(desc string, bad bool) *Outcome {
 	for _, o := range r.Outcomes {
 		if o.Desc == desc {
 			return o
 		}
 	}
-	o := &KillOutcome{Desc: desc, Bad: bad}
+	o := &Outcome{Desc: desc, Bad: bad}
 	r.Outcomes = append(r.Outcomes, o)
 	return o
 }
 
-func (r *KillResult) count(desc string, bad, killed bool) {
+func (r *Result) count(desc string, bad, killed bool) {
 	o := r.outcome(desc, bad)
 	if killed {
 		o.Killed++
@@ -168,7 +160,7 @@ func (r *KillResult) count(desc string, bad, killed bool) {
 //	500 runs, SIGKILL after a random delay between 0 and 5 ms
 //	killed finished outcome
 //	   404       96 same map as a recovery without crash
-func (r *KillResult) WriteTable(w io.Writer) {
+func (r *Result) WriteTable(w io.Writer) {
 	fmt.Fprintln(w, r.header())
 	fmt.Fprintln(w, "killed finished outcome")
 	for _, o := range r.Outcomes {
@@ -179,8 +171,8 @@ func (r *KillResult) WriteTable(w io.Writer) {
 	}
 }
 
-func (r *KillResult) header() string {
-	delay := fmt.Sprintf("a random delay between %s and %s ms", killMs(r.MinDelay), killMs(r.MaxDelay))
+func (r *Result) header() string {
+	delay := fmt.Sprintf("a random delay between %s and %s ms", millis(r.MinDelay), millis(r.MaxDelay))
 	if r.Mode == "writes" {
 		s := fmt.Sprintf("%d runs of %d operations, SIGKILL of the writer after %s or at a random ack", r.Runs, r.Ops, delay)
 		if r.Chain > 0 {
@@ -191,8 +183,8 @@ func (r *KillResult) header() string {
 	return fmt.Sprintf("%d runs, SIGKILL after %s", r.Runs, delay)
 }
 
-// killState words whether SIGKILL ended a process.
-func killState(killed bool) string {
+// killedOrFinished words whether SIGKILL ended a process.
+func killedOrFinished(killed bool) string {
 	if killed {
 		return "killed"
 	}
@@ -202,7 +194,7 @@ func killState(killed bool) string {
 // WriteReport prints the table, where the kills landed, the failures
 // with their directories and diffs, and a plain warning when too few
 // runs were killed to prove much.
-func (r *KillResult) WriteReport(w io.Writer) {
+func (r *Result) WriteReport(w io.Writer) {
 	r.WriteTable(w)
 	if r.Runs == 0 {
 		return
@@ -211,7 +203,7 @@ func (r *KillResult) WriteReport(w io.Writer) {
 	if r.Mode == "writes" {
 		what = "writer"
 	}
-	fmt.Fprintf(w, "%d of %d kills landed while the %s was still working (%.0f%%)", r.Killed, r.Runs, what, 100*r.KillShare())
+	fmt.Fprintf(w, "%d of %d kills landed while the %s was still working (%.0f%%)", r.Killed, r.Runs, what, 100*r.KilledShare())
 	if r.Killed > 0 {
 		fmt.Fprintf(w, "; %d of them after it had changed the directory", r.Changed)
 	}
@@ -268,12 +260,12 @@ func (r *KillResult) WriteReport(w io.Writer) {
 	}
 }
 
-// killRuns runs run for i = 1..runs, recording failures, reporting
+// runAll runs run for i = 1..runs, recording failures, reporting
 // progress, and stopping on an interrupt or after stopAfterBad bad
 // outcomes. It returns whether a failure means the work directory must be
 // kept.
-func (r *KillResult) killRuns(ctx context.Context, runs, stopAfterBad int, progress func(KillProgress),
-	run func(i int) (*KillFailure, error)) (keep bool, err error) {
+func (r *Result) runAll(ctx context.Context, runs, stopAfterBad int, progress func(Progress),
+	run func(i int) (*Failure, error)) (keep bool, err error) {
 	for i := 1; i <= runs; i++ {
 		if ctx.Err() != nil {
 			r.Interrupted = true
@@ -292,7 +284,7 @@ func (r *KillResult) killRuns(ctx context.Context, runs, stopAfterBad int, progr
 			r.Failures = append(r.Failures, *f)
 		}
 		if progress != nil {
-			progress(KillProgress{Done: r.Runs, Total: runs, Killed: r.Killed, Bad: r.Bad()})
+			progress(Progress{Done: r.Runs, Total: runs, Killed: r.Killed, Bad: r.Bad()})
 		}
 		if stopAfterBad > 0 && r.Bad() >= stopAfterBad {
 			r.Stopped = r.Runs < runs
