@@ -123,8 +123,7 @@ func TestRoundTrip(t *testing.T) {
 // suggest (a record not marked Txn without exactly one op is encoded as a
 // transaction; fields a kind does not use are not encoded).
 func TestSize(t *testing.T) {
-	tests := roundTripCases()
-	for _, tt := range []struct {
+	tests := append(roundTripCases(), []struct {
 		name string
 		rec  record.Record
 	}{
@@ -141,9 +140,7 @@ func TestSize(t *testing.T) {
 			{Key: []byte("k"), Target: record.TargetModRev, Cmp: record.CmpLess, Value: []byte("ignored"), Num: 3}}}},
 		{"skip with ops", record.Record{Revision: 8, Skip: true, Ops: []record.Op{opPut("a", "b")}}},
 		{"txn of a 1 MiB value", txn(9, opPut("big", string(make([]byte, 1<<20))))},
-	} {
-		tests = append(tests, tt)
-	}
+	}...)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			want, got := len(record.Append(nil, &tt.rec)), record.Size(&tt.rec)

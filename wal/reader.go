@@ -110,14 +110,6 @@ type source interface {
 	len() int64
 }
 
-// memSource is a segment held in memory.
-type memSource []byte
-
-func (b memSource) at(off int64, n int) ([]byte, error) {
-	return b[off:min(off+int64(n), int64(len(b)))], nil
-}
-func (b memSource) len() int64 { return int64(len(b)) }
-
 // scanWindow is how much of a segment a Reader reads at once.
 const scanWindow = 4 << 20
 
@@ -148,12 +140,6 @@ func (s *fileSource) at(off int64, n int) ([]byte, error) {
 		return nil, fmt.Errorf("wal: read %s at offset %d: %w", s.name, off, err)
 	}
 	return s.buf[:end-off], nil
-}
-
-// scanBytes applies the rules of Scan to the contents b of a segment.
-func scanBytes(name string, seg SegmentNum, b []byte, newest bool, maxRec int, info SegmentInfo, fn func(Record) error) (SegmentInfo, error) {
-	sc := &scanner{name: name, seg: seg, src: memSource(b), maxRec: maxRec}
-	return sc.scan(newest, info, fn)
 }
 
 // scanner reads one segment.
