@@ -114,38 +114,9 @@ func (d *dirBackend) Session(ctx context.Context) (lockstore.Backend, func() err
 	return storeBackend{s}, func() error { return d.closeWriter(s) }, nil
 }
 
-// dirPoll bounds the wait between two looks at the store when no change
-// notification arrives (or the platform has none).
-const dirPoll = 500 * time.Millisecond
-
-// Wait watches the store's directory for a writer's changes (a process
-// that commits closes its log segment, or creates one) and reads the
-// store's revision again at each, or every dirPoll.
-func (d *dirBackend) Wait(ctx context.Context, _ string, rev int64) error {
-	w, werr := newWatcher()
-	if werr == nil {
-		defer w.close()
-		werr = w.watchDir(d.dir)
-	}
-	for {
-		s, err := d.open(ctx, true)
-		if err != nil {
-			return err
-		}
-		now := int64(s.Revision())
-		s.Close()
-		if now > rev {
-			return nil
-		}
-		wctx, cancel := context.WithTimeout(ctx, dirPoll)
-		if werr == nil {
-			w.wait(wctx)
-		} else {
-			<-wctx.Done()
-		}
-		cancel()
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-	}
+// Wait watches the store's directory (kv.WatchDir: inotify on the
+// segments, reading only what the writer made durable) for a change of a
+// key under prefix after rev.
+func (d *dirBackend) Wait(ctx context.Context, prefix string, rev int64) error {
+	return waitWatch(kv.WatchDir(ctx, d.dir, &d.opts, []byte(prefix), kv.Revision(rev+1)))
 }

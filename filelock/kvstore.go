@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
+	"iter"
 
 	"github.com/kvstore/kv/filelock/lockstore"
 	"github.com/kvstore/kv/kv"
@@ -98,19 +98,21 @@ func (b storeBackend) Txn(_ context.Context, t lockstore.Txn) (lockstore.TxnResu
 	return lockstore.TxnResult{Succeeded: res.Succeeded, Revision: int64(res.Revision)}, err
 }
 
-// storePoll is how often Wait looks at an in-process store's revision:
-// the store has no watch, and a look is a read of memory.
-const storePoll = 2 * time.Millisecond
+// Wait watches the store (Store.Watch) for a change of a key under prefix
+// after rev.
+func (b storeBackend) Wait(ctx context.Context, prefix string, rev int64) error {
+	return waitWatch(b.s.Watch(ctx, []byte(prefix), kv.Revision(rev+1)))
+}
 
-func (b storeBackend) Wait(ctx context.Context, _ string, rev int64) error {
-	t := time.NewTicker(storePoll)
-	defer t.Stop()
-	for int64(b.s.Revision()) <= rev {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
+// waitWatch returns nil at the watch's first change, and at its
+// compaction (the changes after rev are no longer held: something
+// changed, a spurious return is allowed); the watch's error otherwise.
+func waitWatch(w iter.Seq2[kv.Event, error]) error {
+	for _, err := range w {
+		if errors.Is(err, kv.ErrCompacted) {
+			return nil
 		}
+		return err
 	}
 	return nil
 }

@@ -31,6 +31,7 @@ func (c *committer) startCheckpoint() {
 		c.failStop(err)
 		return
 	}
+	c.synced() // the seal's sync made every record before it durable
 	c.mu.Lock()
 	view := c.m.Clone()
 	c.mu.Unlock()

@@ -34,6 +34,9 @@ func (c *committer) commit() {
 		return
 	}
 	c.lastRev = g.rev
+	// The watch history takes the group's changes now, while the entries
+	// before them are still the map's; watchers see them once published.
+	c.hist.add(g.changes)
 	switch {
 	case variant.Of(c.fs) == variant.AckBeforeSync:
 		// The bug: acknowledge, and show, before the sync.
@@ -42,6 +45,8 @@ func (c *committer) commit() {
 		c.kickFlush()
 		if err := c.w.Sync(); err != nil {
 			c.failStop(err)
+		} else {
+			c.hist.publish(g.rev)
 		}
 	case c.opts.Sync.kind == syncAlways:
 		// The sync runs in the committer: the next group gathers in the
@@ -65,12 +70,14 @@ func (c *committer) commit() {
 			return
 		}
 		c.stats.syncs.Add(1)
-		// Durable: make it visible, then acknowledge.
+		// Durable: make it visible, publish it to watchers, then
+		// acknowledge.
 		c.apply(g.changes, g.rev)
+		c.hist.publish(g.rev)
 		c.ack(g)
 	default:
 		// Never, Interval, or the no-sync bug: visible and acknowledged
-		// once written.
+		// once written; published to watchers at the next sync (synced).
 		c.apply(g.changes, g.rev)
 		c.ack(g)
 		c.kickFlush()
@@ -157,5 +164,10 @@ const markDelay = time.Millisecond
 func (c *committer) failStop(err error) {
 	if c.failed.CompareAndSwap(nil, &err) {
 		c.log.Error("log write failed; refusing writes until reopened", "dir", c.dir, "err", err)
+		c.hist.finish(fmt.Errorf("%w: %w", ErrFailed, err))
 	}
 }
+
+// synced records that a sync made every record logged so far durable:
+// the watch history publishes their changes.
+func (c *committer) synced() { c.hist.publish(c.lastRev) }

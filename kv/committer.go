@@ -50,6 +50,9 @@ type shared struct {
 	// once; from then on every write returns ErrFailed.
 	failed atomic.Pointer[error]
 	stats  statCounters
+	// hist is the watch history: the committer adds and publishes,
+	// watchers read (see history).
+	hist *history
 
 	// The hand-off. A writer counts itself in writers, queues its
 	// request on reqs and waits; leave counts it out and, while the
@@ -166,6 +169,7 @@ func (c *committer) run() {
 				if err := c.w.Sync(); err != nil {
 					c.failStop(err)
 				} else {
+					c.synced()
 					c.mark()
 				}
 			}
@@ -205,6 +209,7 @@ func (c *committer) syncAndMark() error {
 		c.failStop(err)
 		return err
 	}
+	c.synced()
 	if err := c.w.Mark(); err != nil {
 		c.failStop(err)
 		return err

@@ -15,7 +15,8 @@ import (
 // testCommitter returns a committer over m that evaluates and gathers
 // but has no log: commit and checkpoints need one.
 func testCommitter(m *record.Map) *committer {
-	sh := &shared{m: m, reqs: make(chan *request, 2*maxBatch), nudge: make(chan struct{}, 1)}
+	sh := &shared{m: m, reqs: make(chan *request, 2*maxBatch), nudge: make(chan struct{}, 1),
+		hist: newHistory(m.Revision(), DefaultWatchHistoryBytes)}
 	var o Options
 	return newCommitter(sh, nil, "", o.logger(), o, nil)
 }

@@ -26,6 +26,10 @@ type staged struct {
 	// tombstone of its own, so that a change can tell whether the overlay
 	// still holds it or a later change of the same key.
 	ov *record.Entry
+	// prev is the key's state before this change (nil: absent), and rev
+	// the change's revision, for the watch history.
+	prev *record.Entry
+	rev  Revision
 }
 
 // scratch holds a group's staged entries and their bytes, reused from
@@ -208,7 +212,7 @@ func (c *committer) take(r *request) {
 			err = mapApplyError(err, &ops[i], old)
 			break
 		}
-		ch := staged{e: e, ov: e}
+		ch := staged{e: e, ov: e, prev: old, rev: next}
 		if deleted {
 			ch.key, ch.e, ch.ov = c.scratch.key(ops[i].Key), nil, c.tombstone()
 		} else {

@@ -1,10 +1,12 @@
 package kv_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log"
 	"os"
+	"time"
 
 	"github.com/kvstore/kv/kv"
 )
@@ -190,4 +192,29 @@ func ExampleStore_ScanErr() {
 	// Output:
 	// [a b] <nil>
 	// [] kv: store closed
+}
+
+// A watch yields every durable change under a prefix, in revision
+// order; here it waits for the release of a lock key.
+func ExampleStore_Watch() {
+	dir, _ := os.MkdirTemp("", "kv-example")
+	defer os.RemoveAll(dir)
+	s, err := kv.Open(dir, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer s.Close()
+	rev, _ := s.Put([]byte("locks/a"), []byte("pid 42"))
+
+	go s.Delete([]byte("locks/a")) // the holder releases
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for ev, err := range s.Watch(ctx, []byte("locks/"), rev+1) {
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(ev.Type, string(ev.Entry.Key), "at revision", ev.Revision())
+		break
+	}
+	// Output: delete locks/a at revision 2
 }

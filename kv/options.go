@@ -56,6 +56,8 @@ const (
 	DefaultCheckpointBytes = 64 << 20
 	DefaultMaxKeySize      = 64 << 10
 	DefaultMaxValueSize    = 4 << 20
+	// DefaultWatchHistoryBytes bounds the watch history (see Store.Watch).
+	DefaultWatchHistoryBytes = 4 << 20
 )
 
 // Options configure a Store. The zero value is valid: the OS file system,
@@ -102,6 +104,12 @@ type Options struct {
 	// never shows what a power loss could take back (Stats reports how
 	// many records it left out as RecoveryUnvouched).
 	ReadOnly bool
+	// WatchHistoryBytes bounds the changes the store keeps in memory for
+	// Store.Watch: each costs its key, value and previous value plus about
+	// 100 bytes. A watch from a revision older than the history, or one
+	// that falls behind it, ends with ErrCompacted. 0 means 4 MiB (about
+	// 20,000 changes of 100-byte values).
+	WatchHistoryBytes int64
 	// WaitForLock makes Open wait while another process holds the lock,
 	// until the context given to OpenContext ends.
 	WaitForLock bool
@@ -150,6 +158,13 @@ func (o *Options) checkpointBytes() int64 {
 		return DefaultCheckpointBytes
 	}
 	return o.CheckpointBytes
+}
+
+func (o *Options) watchHistoryBytes() int64 {
+	if o.WatchHistoryBytes <= 0 {
+		return DefaultWatchHistoryBytes
+	}
+	return o.WatchHistoryBytes
 }
 
 func (o *Options) walOptions() wal.Options {

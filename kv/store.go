@@ -88,7 +88,8 @@ func OpenContext(ctx context.Context, dir string, opts *Options) (*Store, error)
 	}
 	s.recovery = *res
 	s.recovery.Map, s.recovery.Writer = nil, nil
-	s.shared = &shared{m: res.Map, reqs: make(chan *request, 1024), nudge: make(chan struct{}, 1)}
+	s.shared = &shared{m: res.Map, reqs: make(chan *request, 1024), nudge: make(chan struct{}, 1),
+		hist: newHistory(res.Map.Revision(), o.watchHistoryBytes())}
 	if o.ReadOnly {
 		return s, nil
 	}
@@ -197,6 +198,10 @@ func (s *Store) close() error {
 		close(s.c.quit)
 		<-s.c.done
 		err = s.c.w.Close()
+		if err == nil && s.failed.Load() == nil {
+			s.c.synced() // Close synced the log
+		}
+		s.hist.finish(ErrClosed)
 		if f := s.failed.Load(); f != nil && err != nil {
 			err = nil // already reported as ErrFailed to the writes
 		}

@@ -1,6 +1,7 @@
 package vfs
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -24,6 +25,9 @@ import (
 type MemFS struct {
 	mu   sync.Mutex
 	root *inode
+	// changed is closed at the next change of any file or directory
+	// (see WatchDir); nil until a watch asks for it.
+	changed chan struct{}
 }
 
 type inode struct {
@@ -126,6 +130,7 @@ func (m *MemFS) lookup(op, name string) (*inode, error) {
 func (m *MemFS) Create(name string) (File, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	defer m.touch()
 	dir, base, err := m.parent("create", name)
 	if err != nil {
 		return nil, err
@@ -168,6 +173,7 @@ func (m *MemFS) OpenDir(name string) (File, error) { return m.open("open", name,
 func (m *MemFS) Rename(oldname, newname string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	defer m.touch()
 	od, ob, err := m.parent("rename", oldname)
 	if err != nil {
 		return err
@@ -189,6 +195,7 @@ func (m *MemFS) Rename(oldname, newname string) error {
 func (m *MemFS) Remove(name string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	defer m.touch()
 	dir, base, err := m.parent("remove", name)
 	if err != nil {
 		return err
@@ -238,6 +245,7 @@ func (m *MemFS) Stat(name string) (os.FileInfo, error) {
 func (m *MemFS) MkdirAll(dir string, perm os.FileMode) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	defer m.touch()
 	cur := m.root
 	for _, p := range split(dir) {
 		next, ok := cur.entries[p]
@@ -389,6 +397,7 @@ func (f *memFile) ReadAt(p []byte, off int64) (int, error) {
 func (f *memFile) WriteAt(p []byte, off int64) (int, error) {
 	f.fs.mu.Lock()
 	defer f.fs.mu.Unlock()
+	defer f.fs.touch()
 	if err := f.check("write", true); err != nil {
 		return 0, err
 	}
@@ -424,6 +433,7 @@ func (f *memFile) Sync() error {
 func (f *memFile) Truncate(size int64) error {
 	f.fs.mu.Lock()
 	defer f.fs.mu.Unlock()
+	defer f.fs.touch()
 	if err := f.check("truncate", true); err != nil {
 		return err
 	}
@@ -445,6 +455,7 @@ func (f *memFile) Preallocate(off, n int64) error {
 	}
 	f.fs.mu.Lock()
 	defer f.fs.mu.Unlock()
+	defer f.fs.touch()
 	if err := f.check("fallocate", true); err != nil {
 		return err
 	}
@@ -486,3 +497,47 @@ func (f *memFile) Close() error {
 
 // String describes the file for debugging.
 func (f *memFile) String() string { return fmt.Sprintf("memFile(%s)", f.name) }
+
+// touch wakes the watches: something changed. m.mu is held.
+func (m *MemFS) touch() {
+	if m.changed != nil {
+		close(m.changed)
+		m.changed = nil
+	}
+}
+
+// changes returns the channel the next change closes.
+func (m *MemFS) changes() <-chan struct{} {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.changed == nil {
+		m.changed = make(chan struct{})
+	}
+	return m.changed
+}
+
+// WatchDir implements Notifier. It wakes at any change of the file
+// system, not only in dir: a spurious wake is allowed.
+func (m *MemFS) WatchDir(dir string) (DirWatch, error) {
+	if _, err := m.Stat(dir); err != nil {
+		return nil, err
+	}
+	return &memDirWatch{m: m, ch: m.changes()}, nil
+}
+
+type memDirWatch struct {
+	m  *MemFS
+	ch <-chan struct{}
+}
+
+func (w *memDirWatch) Wait(ctx context.Context) error {
+	select {
+	case <-w.ch:
+		w.ch = w.m.changes()
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (w *memDirWatch) Close() error { return nil }

@@ -1,6 +1,13 @@
 package vfs
 
-import "golang.org/x/sys/unix"
+import (
+	"context"
+	"io"
+	"os"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
 
 // The Linux calls of OS, each with its portable twin in os_other.go. The
 // store's durability promise rests on these: FORMAT.md's file system
@@ -24,3 +31,46 @@ func fadviseWillNeed(fd int) { _ = unix.Fadvise(fd, 0, 0, unix.FADV_WILLNEED) }
 // off+n is past its end (mode 0). A file system without it fails with
 // EOPNOTSUPP, which matches errors.ErrUnsupported.
 func fallocate(fd int, off, n int64) error { return unix.Fallocate(fd, 0, off, n) }
+
+// inotifyWatch is a DirWatch through inotify: it wakes on writes to the
+// files in the directory, and on files created, moved in or out, or
+// removed.
+type inotifyWatch struct {
+	f *os.File
+}
+
+func watchDirOS(dir string) (DirWatch, error) {
+	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
+	if err != nil {
+		return nil, &os.PathError{Op: "inotify_init", Path: dir, Err: err}
+	}
+	// A non-blocking descriptor gives a File that the runtime's poller
+	// serves, so that a read can be cut short by a deadline.
+	f := os.NewFile(uintptr(fd), "inotify")
+	const mask = unix.IN_MODIFY | unix.IN_CLOSE_WRITE | unix.IN_CREATE | unix.IN_MOVED_TO |
+		unix.IN_MOVED_FROM | unix.IN_DELETE | unix.IN_DELETE_SELF | unix.IN_MOVE_SELF
+	if _, err := unix.InotifyAddWatch(fd, dir, mask); err != nil {
+		f.Close()
+		return nil, &os.PathError{Op: "inotify_add_watch", Path: dir, Err: err}
+	}
+	return &inotifyWatch{f: f}, nil
+}
+
+func (w *inotifyWatch) Wait(ctx context.Context) error {
+	stop := context.AfterFunc(ctx, func() { w.f.SetReadDeadline(time.Now()) })
+	defer stop()
+	var buf [4096]byte
+	n, err := w.f.Read(buf[:])
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+
+func (w *inotifyWatch) Close() error { return w.f.Close() }

@@ -31,3 +31,6 @@ func fadviseWillNeed(fd int) {}
 // returns nil, as on a Linux file system without fallocate: the log's
 // writer writes its zeros over the space instead, which allocates it.
 func fallocate(fd int, off, n int64) error { return errors.ErrUnsupported }
+
+// watchDirOS polls: this platform's change notification is not used.
+func watchDirOS(string) (DirWatch, error) { return pollWatch{}, nil }

@@ -1,0 +1,372 @@
+package kv_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/kvstore/kv/kv"
+	"github.com/kvstore/kv/vfs"
+)
+
+// ev is an event as the tests compare them.
+type ev struct {
+	Type    string
+	Key     string
+	Value   string
+	Rev     int64
+	Create  int64
+	Version int64
+	Prev    string // the previous value, with WithPrev; "-" when absent
+}
+
+func toEv(e kv.Event) ev {
+	out := ev{Type: e.Type.String(), Key: string(e.Entry.Key), Value: string(e.Entry.Value),
+		Rev: int64(e.Revision()), Create: int64(e.Entry.CreateRev), Version: e.Entry.Version, Prev: "-"}
+	if e.Prev != nil {
+		out.Prev = string(e.Prev.Value)
+	}
+	return out
+}
+
+// collector runs a watch on a goroutine and hands its events over.
+type collector struct {
+	events chan ev
+	end    chan error
+	cancel context.CancelFunc
+}
+
+func collectWatch(t *testing.T, watch func(ctx context.Context) iter.Seq2[kv.Event, error]) *collector {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &collector{events: make(chan ev, 100000), end: make(chan error, 1), cancel: cancel}
+	go func() {
+		for e, err := range watch(ctx) {
+			if err != nil {
+				c.end <- err
+				return
+			}
+			c.events <- toEv(e)
+		}
+		c.end <- nil
+	}()
+	t.Cleanup(cancel)
+	return c
+}
+
+// take waits for n events.
+func (c *collector) take(t *testing.T, n int) []ev {
+	t.Helper()
+	var out []ev
+	timeout := time.After(20 * time.Second)
+	for len(out) < n {
+		select {
+		case e := <-c.events:
+			out = append(out, e)
+		case err := <-c.end:
+			t.Fatalf("watch ended after %d of %d events: %v", len(out), n, err)
+		case <-timeout:
+			t.Fatalf("%d of %d events after 20 s: %v", len(out), n, out)
+		}
+	}
+	return out
+}
+
+// none checks that no event arrives for a while.
+func (c *collector) none(t *testing.T, d time.Duration) {
+	t.Helper()
+	select {
+	case e := <-c.events:
+		t.Fatalf("unexpected event %+v", e)
+	case err := <-c.end:
+		t.Fatalf("watch ended: %v", err)
+	case <-time.After(d):
+	}
+}
+
+// ended waits for the watch's final error.
+func (c *collector) ended(t *testing.T) error {
+	t.Helper()
+	select {
+	case err := <-c.end:
+		return err
+	case <-time.After(20 * time.Second):
+		t.Fatal("the watch did not end")
+		return nil
+	}
+}
+
+// watchOps writes the operations every watch test checks the events of.
+func watchOps(t *testing.T, s *kv.Store) {
+	t.Helper()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := s.Put([]byte("w/a"), []byte("1")) // 1
+	must(err)
+	_, err = s.Put([]byte("other"), []byte("x")) // 2: not under w/
+	must(err)
+	_, _, err = s.Add([]byte("w/a"), 5) // 3
+	must(err)
+	_, err = s.Txn(kv.Txn{If: []kv.Compare{kv.Exists([]byte("w/a"))}, // 4
+		Then: []kv.Op{kv.PutOp([]byte("w/b"), []byte("b")), kv.DeleteOp([]byte("w/a")), kv.DeleteOp([]byte("w/none"))}})
+	must(err)
+	_, err = s.Delete([]byte("w/b")) // 5
+	must(err)
+}
+
+var wantWatchOps = []ev{
+	{Type: "put", Key: "w/a", Value: "1", Rev: 1, Create: 1, Version: 1, Prev: "-"},
+	{Type: "put", Key: "w/a", Value: "6", Rev: 3, Create: 1, Version: 2, Prev: "1"},
+	{Type: "put", Key: "w/b", Value: "b", Rev: 4, Create: 4, Version: 1, Prev: "-"},
+	{Type: "delete", Key: "w/a", Rev: 4, Prev: "6"},
+	{Type: "delete", Key: "w/b", Rev: 5, Prev: "b"},
+}
+
+// TestWatchEvents: puts, adds (with the sum), each change of a
+// transaction, deletes, with previous values, only under the prefix.
+func TestWatchEvents(t *testing.T) {
+	s, _ := memStore(t, nil)
+	c := collectWatch(t, func(ctx context.Context) iter.Seq2[kv.Event, error] {
+		return s.Watch(ctx, []byte("w/"), 0, kv.WithPrev())
+	})
+	time.Sleep(10 * time.Millisecond) // the watch starts from the next revision: let it start
+	watchOps(t, s)
+	if diff := cmp.Diff(wantWatchOps, c.take(t, len(wantWatchOps))); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	c.none(t, 20*time.Millisecond)
+
+	// A watch from an earlier revision replays the history, without Prev.
+	c2 := collectWatch(t, func(ctx context.Context) iter.Seq2[kv.Event, error] {
+		return s.Watch(ctx, []byte("w/"), 3)
+	})
+	got := c2.take(t, 4)
+	want := append([]ev(nil), wantWatchOps[1:]...)
+	for i := range want {
+		want[i].Prev = "-"
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("events from revision 3 (-want +got):\n%s", diff)
+	}
+}
+
+// TestWatchCompacted: a watch from before the store's open, or one that
+// fell behind a small history, ends with a CompactedError naming the
+// oldest revision it can start from.
+func TestWatchCompacted(t *testing.T) {
+	s, fsys := memStore(t, &kv.Options{WatchHistoryBytes: 4096})
+	for i := range 10 {
+		if _, err := s.Put([]byte(fmt.Sprint("k", i)), []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	s = reopen(t, fsys, kv.Options{WatchHistoryBytes: 4096})
+	var ce *kv.CompactedError
+	for _, err := range s.Watch(context.Background(), nil, 5) {
+		if !errors.As(err, &ce) || !errors.Is(err, kv.ErrCompacted) || ce.Requested != 5 || ce.Oldest != 11 {
+			t.Fatalf("watch from before the open: %v, want compacted with oldest 11", err)
+		}
+		break
+	}
+
+	// A watcher that does not read while 1,000 puts go by falls behind.
+	ctx := context.Background()
+	next, stop := iter.Pull2(s.Watch(ctx, nil, 11))
+	defer stop()
+	if _, err := s.Put([]byte("first"), []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	if e, err, _ := next(); err != nil || string(e.Entry.Key) != "first" {
+		t.Fatalf("first event: %+v, %v", e, err)
+	}
+	for i := range 1000 {
+		if _, err := s.Put([]byte(fmt.Sprint("k", i)), []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err, _ := next()
+	if !errors.As(err, &ce) || ce.Requested != 12 || ce.Oldest <= 12 {
+		t.Fatalf("after falling behind: %v, want compacted from 12", err)
+	}
+	// The writers were never held up, and a new watch from the oldest
+	// revision the error names works.
+	n := 0
+	for e, err := range s.Watch(ctx, nil, ce.Oldest) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		n++
+		if e.Revision() == s.Revision() {
+			break
+		}
+	}
+	if n == 0 || n > 1000 {
+		t.Errorf("%d events from the oldest revision held", n)
+	}
+}
+
+// TestWatchOrderConcurrent: 64 writers; the watch yields every committed
+// revision once, in order, with the writer's key and value.
+func TestWatchOrderConcurrent(t *testing.T) {
+	s, _ := memStore(t, nil)
+	c := collectWatch(t, func(ctx context.Context) iter.Seq2[kv.Event, error] {
+		return s.Watch(ctx, nil, 1)
+	})
+	const writers, each = 64, 40
+	var mu sync.Mutex
+	committed := map[int64]string{}
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				k := fmt.Sprintf("w%02d/%03d", w, i)
+				rev, err := s.Put([]byte(k), []byte(k))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				committed[int64(rev)] = k
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	got := c.take(t, writers*each)
+	for i, e := range got {
+		if e.Rev != int64(i+1) {
+			t.Fatalf("event %d has revision %d: a gap, a duplicate or out of order", i, e.Rev)
+		}
+		if committed[e.Rev] != e.Key || e.Value != e.Key {
+			t.Fatalf("revision %d: event %q=%q, committed %q", e.Rev, e.Key, e.Value, committed[e.Rev])
+		}
+	}
+	c.none(t, 20*time.Millisecond)
+}
+
+// TestWatchDurableOnly: under Never a change is yielded only once a sync
+// made it durable.
+func TestWatchDurableOnly(t *testing.T) {
+	s, _ := memStore(t, &kv.Options{Sync: kv.Never})
+	c := collectWatch(t, func(ctx context.Context) iter.Seq2[kv.Event, error] {
+		return s.Watch(ctx, nil, 1)
+	})
+	if _, err := s.Put([]byte("a"), []byte("1")); err != nil {
+		t.Fatal(err)
+	}
+	c.none(t, 30*time.Millisecond)
+	if err := s.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.take(t, 1); got[0].Key != "a" {
+		t.Fatalf("after Sync: %+v", got)
+	}
+}
+
+// TestWatchEnds: Close ends a watch with ErrClosed after the changes made
+// durable before it; a fail-stop with ErrFailed; ctx with its error.
+func TestWatchEnds(t *testing.T) {
+	s, _ := memStore(t, &kv.Options{Sync: kv.Never})
+	c := collectWatch(t, func(ctx context.Context) iter.Seq2[kv.Event, error] {
+		return s.Watch(ctx, nil, 1)
+	})
+	if _, err := s.Put([]byte("a"), []byte("1")); err != nil {
+		t.Fatal(err)
+	}
+	s.Close() // syncs the put
+	c.take(t, 1)
+	if err := c.ended(t); !errors.Is(err, kv.ErrClosed) {
+		t.Errorf("after Close: %v", err)
+	}
+	for _, err := range s.Watch(context.Background(), nil, 0) {
+		if !errors.Is(err, kv.ErrClosed) {
+			t.Errorf("watch of a closed store: %v", err)
+		}
+		break
+	}
+
+	h := &hookFS{FS: vfs.NewMem()}
+	s2, err := kv.Open("/data", &kv.Options{FS: h})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	c2 := collectWatch(t, func(ctx context.Context) iter.Seq2[kv.Event, error] {
+		return s2.Watch(ctx, nil, 1)
+	})
+	boom := errors.New("disk gone")
+	h.setSync(func(string) error { return boom })
+	if _, err := s2.Put([]byte("a"), []byte("1")); !errors.Is(err, kv.ErrFailed) {
+		t.Fatalf("put with a failing sync: %v", err)
+	}
+	if err := c2.ended(t); !errors.Is(err, kv.ErrFailed) || !errors.Is(err, boom) {
+		t.Errorf("after the fail-stop: %v", err)
+	}
+	select {
+	case e := <-c2.events:
+		t.Errorf("the failed put was yielded: %+v", e)
+	default:
+	}
+
+	s3, _ := memStore(t, nil)
+	c3 := collectWatch(t, func(ctx context.Context) iter.Seq2[kv.Event, error] {
+		return s3.Watch(ctx, nil, 0)
+	})
+	c3.cancel()
+	if err := c3.ended(t); !errors.Is(err, context.Canceled) {
+		t.Errorf("after cancel: %v", err)
+	}
+}
+
+// TestWatchAfterSync: under Always a change is yielded only after the
+// fdatasync that makes it durable has returned.
+func TestWatchAfterSync(t *testing.T) {
+	h := &hookFS{FS: vfs.NewMem()}
+	s, err := kv.Open("/data", &kv.Options{FS: h})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	c := collectWatch(t, func(ctx context.Context) iter.Seq2[kv.Event, error] {
+		return s.Watch(ctx, nil, 1)
+	})
+	release := make(chan struct{})
+	var once sync.Once
+	defer once.Do(func() { close(release) }) // before Close, on a failure
+	entered := make(chan struct{}, 1)
+	h.setSync(func(string) error {
+		select {
+		case entered <- struct{}{}:
+		default:
+		}
+		<-release
+		return nil
+	})
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.Put([]byte("a"), []byte("1"))
+		done <- err
+	}()
+	<-entered
+	c.none(t, 30*time.Millisecond) // the sync has not returned
+	h.setSync(nil)
+	once.Do(func() { close(release) })
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := c.take(t, 1); got[0].Key != "a" {
+		t.Fatalf("after the sync: %+v", got)
+	}
+}
