@@ -35,13 +35,6 @@ func (w *watcher) watchFile(path string) error {
 	return err
 }
 
-// watchDir wakes when a file in dir that was open for writing is closed,
-// or one is created, renamed into it or removed.
-func (w *watcher) watchDir(dir string) error {
-	_, err := unix.InotifyAddWatch(w.fd, dir, unix.IN_CLOSE_WRITE|unix.IN_CREATE|unix.IN_MOVED_TO|unix.IN_DELETE)
-	return err
-}
-
 // wait returns true when an event came, false when ctx ended first.
 func (w *watcher) wait(ctx context.Context) bool {
 	stop := context.AfterFunc(ctx, func() { w.f.SetReadDeadline(time.Now()) })

@@ -15,7 +15,6 @@ func newWatcher() (*watcher, error) {
 }
 
 func (w *watcher) watchFile(path string) error   { return nil }
-func (w *watcher) watchDir(dir string) error     { return nil }
 func (w *watcher) wait(ctx context.Context) bool { <-ctx.Done(); return false }
 func (w *watcher) close()                        {}
 
