@@ -188,6 +188,29 @@ type Stats struct {
 	// durable yet (see Options.ReadOnly).
 	RecoveryUnvouched int
 	Failed            error // the fail-stop cause, if any
+
+	// Durability. SyncLatency is the time of each fdatasync of the log
+	// that succeeded (a group's, an interval's tick, a Sync), in
+	// seconds; GroupSizes the records of each group commit.
+	SyncLatency Histogram
+	GroupSizes  Histogram
+	// Checkpoints that succeeded: their durations in seconds, the bytes
+	// of the snapshots they wrote, and the newest one's size.
+	CheckpointTime      Histogram
+	CheckpointBytes     int64
+	LastCheckpointBytes int64
+
+	// Watch. Watchers are the watches running on this store; WatchLag
+	// how many durable revisions the slowest of them has yet to read
+	// past (0 when every one is caught up); WatchFellBehind the watches
+	// ended by ErrCompacted since open. The history holds HistoryBytes
+	// (of Options.WatchHistoryBytes) and serves watches from
+	// HistoryOldest.
+	Watchers        int
+	WatchLag        Revision
+	WatchFellBehind int64
+	HistoryBytes    int64
+	HistoryOldest   Revision
 }
 
 type statCounters struct {
@@ -218,6 +241,14 @@ func (s *Store) Stats() Stats {
 	if st.Groups > 0 {
 		st.AvgGroupSize = float64(st.Records) / float64(st.Groups)
 	}
+	st.SyncLatency = s.metrics.syncLatency.snapshot()
+	st.GroupSizes = s.metrics.groupSize.snapshot()
+	st.CheckpointTime = s.metrics.checkpointTime.snapshot()
+	st.CheckpointBytes = s.metrics.checkpointBytes.Load()
+	st.LastCheckpointBytes = s.metrics.lastCheckpoint.Load()
+	ws := s.hist.stats()
+	st.Watchers, st.WatchLag, st.WatchFellBehind = ws.watchers, ws.lag, ws.fellBehind
+	st.HistoryBytes, st.HistoryOldest = ws.bytes, ws.oldest
 	s.mu.RLock()
 	st.Keys, st.Revision = s.m.Len(), s.m.Revision()
 	s.mu.RUnlock()

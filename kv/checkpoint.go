@@ -1,6 +1,7 @@
 package kv
 
 import (
+	"path/filepath"
 	"time"
 
 	"github.com/kvstore/kv/recovery"
@@ -45,9 +46,15 @@ func (c *committer) startCheckpoint() {
 		// protocol recovery's checkpoint follows too.
 		meta := snapshot.Meta{Covered: sealed, Revision: view.Revision(), Count: uint64(view.Len())}
 		_, err := recovery.WriteCheckpoint(c.fs, c.dir, meta, view.All(nil, nil), prev+1)
+		var size int64
+		if err == nil {
+			if fi, serr := c.fs.Stat(filepath.Join(c.dir, snapshot.Name)); serr == nil {
+				size = fi.Size()
+			}
+		}
 		c.log.Info("checkpoint", "dir", c.dir, "covered", sealed.String(), "revision", uint64(view.Revision()),
 			"keys", view.Len(), "duration", time.Since(start), "err", err)
-		done <- checkpointResult{covered: sealed, err: err}
+		done <- checkpointResult{covered: sealed, err: err, took: time.Since(start), bytes: size}
 	}()
 }
 
@@ -56,6 +63,8 @@ func (c *committer) startCheckpoint() {
 type checkpointResult struct {
 	covered wal.SegmentNum
 	err     error
+	took    time.Duration // how long it ran
+	bytes   int64         // the snapshot's size, if it was written
 }
 
 // checkpointDone runs in the committer when the background checkpoint
@@ -66,6 +75,9 @@ func (c *committer) checkpointDone(res checkpointResult) {
 	if err == nil {
 		c.covered = res.covered
 		c.stats.checkpoints.Add(1)
+		c.metrics.checkpointTime.observeDuration(res.took)
+		c.metrics.checkpointBytes.Add(res.bytes)
+		c.metrics.lastCheckpoint.Store(res.bytes)
 	} else {
 		c.stats.checkpointErrors.Add(1)
 	}

@@ -61,6 +61,7 @@ func (c *committer) commit() {
 		start := time.Now()
 		err := c.w.Sync()
 		c.lastSync = time.Since(start)
+		c.metrics.syncLatency.observeDuration(c.lastSync)
 		if err != nil {
 			// Nothing that depended on the failed sync is acknowledged,
 			// even if a later sync would succeed: the kernel may have
@@ -138,6 +139,7 @@ func (c *committer) appendLog(payloads [][]byte) error {
 	c.stats.bytes.Add(n)
 	c.stats.records.Add(int64(len(payloads)))
 	c.stats.groups.Add(1)
+	c.metrics.groupSize.observe(float64(len(payloads)))
 	return nil
 }
 
@@ -171,3 +173,14 @@ func (c *committer) failStop(err error) {
 // synced records that a sync made every record logged so far durable:
 // the watch history publishes their changes.
 func (c *committer) synced() { c.hist.publish(c.lastRev) }
+
+// syncLog syncs the log outside a commit (the interval's tick, Sync) and
+// observes how long it took, as a commit's sync does.
+func (c *committer) syncLog() error {
+	start := time.Now()
+	err := c.w.Sync()
+	if err == nil {
+		c.metrics.syncLatency.observeDuration(time.Since(start))
+	}
+	return err
+}

@@ -50,6 +50,8 @@ type shared struct {
 	// once; from then on every write returns ErrFailed.
 	failed atomic.Pointer[error]
 	stats  statCounters
+	// metrics are the histograms the committer observes into.
+	metrics *metrics
 	// hist is the watch history: the committer adds and publishes,
 	// watchers read (see history).
 	hist *history
@@ -166,7 +168,7 @@ func (c *committer) run() {
 			c.checkpointDone(res)
 		case <-tick:
 			if c.failed.Load() == nil {
-				if err := c.w.Sync(); err != nil {
+				if err := c.syncLog(); err != nil {
 					c.failStop(err)
 				} else {
 					c.synced()
@@ -205,7 +207,7 @@ func (c *committer) syncAndMark() error {
 	if f := c.failed.Load(); f != nil {
 		return fmt.Errorf("%w: %w", ErrFailed, *f)
 	}
-	if err := c.w.Sync(); err != nil {
+	if err := c.syncLog(); err != nil {
 		c.failStop(err)
 		return err
 	}

@@ -38,6 +38,11 @@ type history struct {
 	// end, once set, ends every watch when it has read what was
 	// published: ErrClosed, or the store's fail-stop.
 	end error
+	// watchers are the positions of the watches reading the history,
+	// for Stats' watch lag; fellBehind counts the watches it ended with
+	// a CompactedError.
+	watchers   map[*watchPos]struct{}
+	fellBehind int64
 }
 
 // histEvent is one change in the history.
@@ -54,7 +59,7 @@ const eventOverhead = 96
 const histChunk = 64 << 10
 
 func newHistory(rev Revision, limit int64) *history {
-	return &history{compacted: rev, durable: rev, limit: limit, wake: make(chan struct{})}
+	return &history{compacted: rev, durable: rev, limit: limit, wake: make(chan struct{}), watchers: make(map[*watchPos]struct{})}
 }
 
 // copyBytes copies b into the history's chunks.
@@ -156,5 +161,41 @@ func (h *history) finish(err error) {
 		close(h.wake)
 		h.wake = make(chan struct{})
 	}
+	h.mu.Unlock()
+}
+
+// watchStats is what Stats reports of the history and its watchers.
+type watchStats struct {
+	watchers   int
+	lag        Revision // the slowest watcher's distance behind durable
+	fellBehind int64
+	bytes      int64
+	oldest     Revision // the oldest revision a watch can start from
+}
+
+func (h *history) stats() watchStats {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	st := watchStats{watchers: len(h.watchers), fellBehind: h.fellBehind, bytes: h.bytes, oldest: h.compacted + 1}
+	for pos := range h.watchers {
+		// pos.next is the revision the watcher needs next: it has
+		// everything before it.
+		if pos.next <= h.durable {
+			st.lag = max(st.lag, h.durable-pos.next+1)
+		}
+	}
+	return st
+}
+
+// join counts pos among the watchers until leave.
+func (h *history) join(pos *watchPos) {
+	h.mu.Lock()
+	h.watchers[pos] = struct{}{}
+	h.mu.Unlock()
+}
+
+func (h *history) leave(pos *watchPos) {
+	h.mu.Lock()
+	delete(h.watchers, pos)
 	h.mu.Unlock()
 }

@@ -89,7 +89,7 @@ func OpenContext(ctx context.Context, dir string, opts *Options) (*Store, error)
 	s.recovery = *res
 	s.recovery.Map, s.recovery.Writer = nil, nil
 	s.shared = &shared{m: res.Map, reqs: make(chan *request, 1024), nudge: make(chan struct{}, 1),
-		hist: newHistory(res.Map.Revision(), o.watchHistoryBytes())}
+		hist: newHistory(res.Map.Revision(), o.watchHistoryBytes()), metrics: newMetrics()}
 	if o.ReadOnly {
 		return s, nil
 	}

@@ -134,6 +134,8 @@ func (s *Store) Watch(ctx context.Context, prefix []byte, from Revision, opts ..
 			yield(Event{}, err)
 			return
 		}
+		h.join(&pos)
+		defer h.leave(&pos)
 		var batch []histEvent
 		for {
 			var wake <-chan struct{}
@@ -204,6 +206,7 @@ func (h *history) read(pos *watchPos, batch []histEvent) ([]histEvent, <-chan st
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if pos.index < h.base {
+		h.fellBehind++
 		return batch, nil, &CompactedError{Requested: pos.next, Oldest: h.compacted + 1}
 	}
 	i := int(pos.index - h.base)
