@@ -124,10 +124,9 @@ func (s *Store) Watch(ctx context.Context, prefix []byte, from Revision, opts ..
 		return watchDir(ctx, s.dir, &o, prefix, from, cfg)
 	}
 	return func(yield func(Event, error) bool) {
-		if s.closed.Load() {
-			yield(Event{}, ErrClosed)
-			return
-		}
+		// A closed store's history is finished with ErrClosed: a watch
+		// that starts after Close still yields what was durable before
+		// it, then ErrClosed, as one that started before Close does.
 		h := s.hist
 		pos, err := h.start(from)
 		if err != nil {
