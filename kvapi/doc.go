@@ -1,0 +1,68 @@
+// Package kvapi is the store's API as an interface, KV, so that code
+// written against it runs on the embedded store (Local) or on an etcd
+// cluster (module github.com/kvstore/kv/etcd) without change. It uses
+// package kv's own types: kv.Entry, kv.Txn, kv.Op, kv.Compare,
+// kv.Fence, kv.TxnResult and kv.Revision.
+//
+// # Guarantees every implementation gives
+//
+// Package kvapitest checks each of these; an implementation passes its
+// Run.
+//
+//   - Revisions are int64 and strictly increasing, one per committed
+//     transaction; they never go backwards. They are the backend's own:
+//     an empty embedded store is at revision 0 and its first write
+//     commits at 1, an empty etcd cluster is at 1 and its first write
+//     commits at 2.
+//   - CreateRev, ModRev and Version mean what they mean in package kv: a
+//     key created (absent, or deleted earlier in the same transaction) by
+//     a put or an add gets the transaction's revision as CreateRev and
+//     Version 1; each later change keeps CreateRev, sets ModRev and adds
+//     one to Version.
+//   - Txn is kv.Store.Txn: the fence first (kv.ErrFenced, nothing
+//     written), then the compares, then Then or Else as one atomic step.
+//     Compares of every target (value, version, create revision, mod
+//     revision, existence) and relation evaluate as in package kv: an
+//     absent key has revisions and version 0, and its value compares
+//     only as NotEqual.
+//   - Add (kv.AddOp, and the Add helper) adds to a decimal int64, a
+//     missing key counting as 0, or fails with kv.ErrNotInteger or
+//     kv.ErrOverflow and writes nothing.
+//   - A write that returned without error is durable (the embedded store
+//     under its default sync mode; a majority of the etcd cluster).
+//   - Reads are linearizable: they see every write that returned before
+//     they began.
+//
+// # Where a backend may differ
+//
+// These differences are documented by kvapitest, which accepts either
+// behaviour:
+//
+//   - A transaction whose branch taken writes one key twice (a put and a
+//     delete of one key, two puts) commits in the embedded store, each
+//     operation seeing the ones before it; etcd refuses it, and its
+//     adapter returns ErrUnsupported, writing nothing.
+//   - A branch taken whose operations change nothing (deletes of absent
+//     keys) commits an empty record with a revision of its own in the
+//     embedded store (Committed true); etcd does not bump its revision for
+//     it (Committed false, Revision the current one).
+//
+// # Errors
+//
+// kv.ErrNotFound (Get, Delete), kv.ErrFenced, kv.ErrNotInteger,
+// kv.ErrOverflow, kv.ErrInvalid, kv.ErrTooLarge and kv.ErrClosed keep
+// their meaning on every backend: a write that returned one of them
+// wrote nothing. A write that failed with an error matching
+// ErrUnknownOutcome (a timeout, a lost connection, a failed store) may or
+// may not have committed: read again before acting, and never retry it
+// blindly. The helpers here never retry such a write.
+//
+// # Usage
+//
+//	var db kvapi.KV = kvapi.Local(store) // or etcdkv.New(client, nil)
+//	rev, err := kvapi.Put(ctx, db, []byte("k"), []byte("v"))
+//	e, err := db.Get(ctx, []byte("k"))
+//	n, _, err := kvapi.Add(ctx, db, []byte("counter"), 1)
+//	res, err := db.Txn(ctx, kv.Txn{If: []kv.Compare{kv.Absent(k)}, Then: []kv.Op{kv.PutOp(k, v)}})
+//	_, err = kvapi.Fenced(db, kv.Fence{Key: lock, Token: token}).Put(ctx, k, v)
+package kvapi
