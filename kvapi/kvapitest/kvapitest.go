@@ -682,6 +682,10 @@ func testRange(s *suite) {
 		}
 		var out []string
 		for _, e := range es {
+			if !bytes.HasPrefix(e.Key, []byte(s.prefix)) {
+				out = append(out, "(another prefix)")
+				continue
+			}
 			k := string(e.Key[len(s.prefix):])
 			if string(e.Value) != "v-"+k {
 				s.t.Errorf("Range: %q = %q", k, e.Value)
