@@ -34,11 +34,22 @@
 //     corrupt store fails closed: no lock is granted until `kv DIR
 //     repair`, which never lets revisions, and so tokens, go backwards.
 //
+// # Across hosts: leases
+//
+// On a backend that has leases (lockstore.Leaser: the etcd module's
+// etcdlock, on an etcd cluster) holders are judged by the Lease
+// strategy instead: each Locker keeps a lease of the backend alive, its
+// holders' keys are bound to it, and the backend deletes them when the
+// lease ends (the process died, paused or lost the cluster for the
+// lease's TTL). No pid, kernel lock or clock is consulted; a paused
+// holder that wakes up after its lease ended is kept out by its fence
+// (kv.ErrFenced) and learns it through Lost and ErrLockLost.
+//
 // # What it cannot promise
 //
-// One host, local file systems: kernel locks and boot ids mean nothing
-// across hosts, and Open refuses NFS, SMB/CIFS and other network file
-// systems it can detect. A holder judged by time (TimeOnly, or the
+// On the kv store, one host and local file systems: kernel locks and
+// boot ids mean nothing across hosts, and Open refuses NFS, SMB/CIFS and
+// other network file systems it can detect. A holder judged by time (TimeOnly, or the
 // stale-after fallback) that is only paused past its window is taken
 // over while it still runs: only fenced writes keep it out. Under a
 // store sync mode other than kv.Always, a power loss can take back a
@@ -63,6 +74,7 @@
 //	token := h.Token()                           // hand it to other consumers
 //
 // A process that keeps the store open uses New(store) instead. The lock
-// logic sees the store only through lockstore.Backend, which an etcd
-// client can implement too.
+// logic sees the store only through lockstore.Backend, which the etcd
+// module implements too (etcdlock.NewLocker); package locktest is the
+// acceptance suite both run.
 package filelock

@@ -20,6 +20,7 @@ type Holder struct {
 	key    string
 	token  int64
 	file   *os.File
+	lease  lockstore.Lease // under the Lease strategy
 	mu     sync.Mutex
 	marker Marker
 	done   bool
@@ -147,8 +148,10 @@ func (h *Holder) ReleaseContext(ctx context.Context) error {
 const monitorEvery = time.Second
 
 // Lost returns a channel closed when a check finds the lock taken over
-// (or swept): the slot key is gone or has another create revision. The
-// first call starts the checks, which wait for the store's changes.
+// (or swept): the slot key is gone or has another create revision, or,
+// under the Lease strategy, when the holder's lease ended or its renewals
+// stopped getting through. The first call starts the checks, which wait
+// for the store's changes.
 func (h *Holder) Lost() <-chan struct{} {
 	h.lostOnce.Do(func() { h.lost = make(chan struct{}) })
 	h.monOnce.Do(func() {
@@ -162,6 +165,15 @@ func (h *Holder) Lost() <-chan struct{} {
 			return
 		}
 		go h.monitor(ctx)
+		if h.lease != nil {
+			go func() {
+				select {
+				case <-h.lease.Done():
+					h.markLost()
+				case <-ctx.Done():
+				}
+			}()
+		}
 	})
 	return h.lost
 }

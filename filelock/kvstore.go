@@ -79,6 +79,9 @@ func (b storeBackend) Txn(_ context.Context, t lockstore.Txn) (lockstore.TxnResu
 		}
 	}
 	for _, op := range t.Then {
+		if op.Lease != 0 {
+			return lockstore.TxnResult{}, fmt.Errorf("%w: the kv store has no leases (lease %d)", ErrInvalid, op.Lease)
+		}
 		if op.Delete {
 			kt.Then = append(kt.Then, kv.DeleteOp([]byte(op.Key)))
 		} else {

@@ -31,9 +31,17 @@ const (
 	// slow or paused past the window is taken over, and fencing tokens
 	// are what keeps its late writes out.
 	TimeOnly
+	// Lease, the default on a backend that has leases
+	// (lockstore.Leaser: etcd), binds each holder's slot key to a lease
+	// of the backend that the Locker keeps alive: the store deletes the
+	// key when the lease ends, so a key that exists has a live holder,
+	// on any host. A holder that dies, pauses or loses the network for
+	// longer than the lease's TTL loses its key; fenced writes are what
+	// keeps a paused holder's late writes out. No holder files.
+	Lease
 )
 
-var strategyNames = []string{"kernel-first", "pid-first", "pid-only", "time-only"}
+var strategyNames = []string{"kernel-first", "pid-first", "pid-only", "time-only", "lease"}
 
 // String is the strategy's name as ParseStrategy reads it.
 func (s Strategy) String() string {
@@ -43,14 +51,15 @@ func (s Strategy) String() string {
 	return fmt.Sprintf("Strategy(%d)", int(s))
 }
 
-// ParseStrategy reads kernel-first, pid-first, pid-only or time-only.
+// ParseStrategy reads kernel-first, pid-first, pid-only, time-only or
+// lease.
 func ParseStrategy(s string) (Strategy, error) {
 	for i, n := range strategyNames {
 		if s == n {
 			return Strategy(i), nil
 		}
 	}
-	return 0, fmt.Errorf("%w: strategy %q is not one of kernel-first, pid-first, pid-only, time-only", ErrInvalid, s)
+	return 0, fmt.Errorf("%w: strategy %q is not one of kernel-first, pid-first, pid-only, time-only, lease", ErrInvalid, s)
 }
 
 type verdict int
@@ -68,6 +77,11 @@ func (l *Locker) judge(m *Marker, now time.Time) (bool, string) {
 }
 
 func (l *Locker) probe(m *Marker, now time.Time) (verdict, string) {
+	if m.Lease != 0 {
+		// Only a Leaser backend takes a leased put, and it deletes the
+		// key when the lease ends: the key, read just now, is the proof.
+		return alive, fmt.Sprintf("bound to lease %x, which ends when its holder stops renewing it", m.Lease)
+	}
 	if l.opts.strategy == TimeOnly {
 		return l.byTime(m, now, "")
 	}

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/kvstore/kv/filelock/lockstore"
@@ -21,11 +22,12 @@ import (
 type Option func(*options)
 
 type options struct {
-	staleAfter time.Duration
-	strategy   Strategy
-	slots      int
-	holderDir  string
-	store      kv.Options
+	staleAfter  time.Duration
+	strategy    Strategy
+	strategySet bool
+	slots       int
+	holderDir   string
+	store       kv.Options
 }
 
 // WithStaleAfter sets the window after which a holder that has not
@@ -37,8 +39,11 @@ type options struct {
 func WithStaleAfter(d time.Duration) Option { return func(o *options) { o.staleAfter = d } }
 
 // WithStrategy sets how holders are judged alive; the default is
-// KernelFirst.
-func WithStrategy(s Strategy) Option { return func(o *options) { o.strategy = s } }
+// KernelFirst, and Lease on a backend that has leases
+// (lockstore.Leaser).
+func WithStrategy(s Strategy) Option {
+	return func(o *options) { o.strategy, o.strategySet = s, true }
+}
 
 // WithSlots makes every lock a semaphore of n holders (default 1). All
 // holders of a lock must ask for the same n: a caller with another n gets
@@ -68,6 +73,9 @@ type Locker struct {
 	boot      string
 	pid       int
 	start     uint64
+
+	leaseMu sync.Mutex
+	lease   lockstore.Lease // under the Lease strategy: the holders' lease, once granted
 }
 
 // Open returns a Locker on the kv data directory dir, for a process that
@@ -116,10 +124,15 @@ func New(s *kv.Store, opts ...Option) (*Locker, error) {
 }
 
 // NewBackend returns a Locker on any lockstore.Backend, with its holder
-// files in holderDir (on this host).
+// files in holderDir (on this host). On a backend that has leases
+// (lockstore.Leaser, such as etcd's) the strategy is Lease unless
+// WithStrategy says otherwise, and holderDir is not used: it may be "".
 func NewBackend(b lockstore.Backend, holderDir string, opts ...Option) (*Locker, error) {
 	o := buildOptions(opts)
 	o.holderDir = holderDir
+	if _, ok := b.(lockstore.Leaser); ok && !o.strategySet {
+		o.strategy = Lease
+	}
 	return newLocker(b, o)
 }
 
@@ -135,14 +148,17 @@ func newLocker(b lockstore.Backend, o options) (*Locker, error) {
 	switch {
 	case o.slots < 1 || o.slots > maxSlots:
 		return nil, fmt.Errorf("%w: %d slots (1 to %d)", ErrInvalid, o.slots, maxSlots)
-	case o.strategy < KernelFirst || o.strategy > TimeOnly:
+	case o.strategy < KernelFirst || o.strategy > Lease:
 		return nil, fmt.Errorf("%w: strategy %d", ErrInvalid, int(o.strategy))
 	case o.strategy == TimeOnly && o.staleAfter <= 0:
 		return nil, fmt.Errorf("%w: time-only needs a stale-after window", ErrInvalid)
 	case o.staleAfter < 0:
 		return nil, fmt.Errorf("%w: negative stale-after", ErrInvalid)
 	}
-	if kernelLocks {
+	if _, ok := b.(lockstore.Leaser); o.strategy == Lease && !ok {
+		return nil, fmt.Errorf("%w: the lease strategy needs a backend with leases (lockstore.Leaser)", ErrInvalid)
+	}
+	if kernelLocks && o.strategy != Lease {
 		if err := os.MkdirAll(o.holderDir, 0o700); err != nil {
 			return nil, err
 		}
@@ -194,8 +210,16 @@ func (l *Locker) acquire(ctx context.Context, name string, try bool) (*Holder, e
 	if l.opts.staleAfter > 0 {
 		m.StaleAfter = l.opts.staleAfter.String()
 	}
+	var lease lockstore.Lease
+	if l.opts.strategy == Lease {
+		var err error
+		if lease, err = l.currentLease(ctx); err != nil {
+			return nil, err
+		}
+		m.Lease = lease.ID()
+	}
 	var file *os.File
-	if kernelLocks {
+	if kernelLocks && l.opts.strategy != Lease {
 		m.HolderFile = name + "." + nonce + holderSuffix
 		var err error
 		if file, err = createHolderFile(l.holderDir, m.HolderFile, m.encode()); err != nil {
@@ -221,7 +245,7 @@ func (l *Locker) acquire(ctx context.Context, name string, try bool) (*Holder, e
 			return nil, err
 		}
 		if h != nil {
-			h.file = file
+			h.file, h.lease = file, lease
 			if q.queued && file != nil {
 				// Wake the waiter behind: it watches this file for the
 				// sign that its predecessor stopped waiting.
@@ -314,11 +338,14 @@ func (l *Locker) attempt(ctx context.Context, name string, m Marker, q *queue, t
 				if !ok && slot < 0 {
 					slot, taken = i, s
 				}
-				if s.HolderFile != "" && s.Host == l.host {
+				switch {
+				case s.HolderFile != "" && s.Host == l.host:
 					ws.holders = append(ws.holders, s.HolderFile)
-				} else {
+				case s.Lease == 0:
 					ws.poll = pidPoll
 				}
+				// A leased holder's end is a change of the store (its
+				// key deleted), which the backend's Wait reports.
 				if t, ok := l.staleAt(&s.Marker); ok && (ws.stale.IsZero() || t.Before(ws.stale)) {
 					ws.stale = t
 				}
@@ -358,14 +385,14 @@ func (l *Locker) attempt(ctx context.Context, name string, m Marker, q *queue, t
 		key := slotKey(name, slot)
 		if taken == nil {
 			cmp = append(cmp, lockstore.Absent(key))
-			ops = append(ops, lockstore.Put(key, m.encode()))
+			ops = append(ops, lockstore.PutLeased(key, m.encode(), m.Lease))
 		} else {
 			// The takeover: delete the dead holder's key and create it
 			// anew, so that its create revision, the new token, is this
 			// transaction's revision; only if the key is still at the
 			// revision judged dead.
 			cmp = append(cmp, lockstore.ModRevIs(key, taken.ModRev))
-			ops = append(ops, lockstore.Delete(key), lockstore.Put(key, m.encode()))
+			ops = append(ops, lockstore.Delete(key), lockstore.PutLeased(key, m.encode(), m.Lease))
 		}
 		if q.enqueued {
 			ops = append(ops, lockstore.Delete(q.key))
@@ -384,6 +411,46 @@ func (l *Locker) attempt(ctx context.Context, name string, m Marker, q *queue, t
 		return &Holder{l: l, name: name, slot: slot, key: key, token: res.Revision, marker: m}, nil, nil, nil
 	}
 	return nil, &LockedError{Name: name}, &watchSet{poll: pidPoll}, nil
+}
+
+// currentLease returns the lease of this Locker's holders under the Lease
+// strategy, granting one when there is none yet or the last one ended.
+// One lease serves every holder of the Locker, as one pid serves every
+// holder of a process: they live and die together.
+func (l *Locker) currentLease(ctx context.Context) (lockstore.Lease, error) {
+	l.leaseMu.Lock()
+	defer l.leaseMu.Unlock()
+	if l.lease != nil {
+		select {
+		case <-l.lease.Done():
+		default:
+			return l.lease, nil
+		}
+	}
+	lease, err := l.b.(lockstore.Leaser).Grant(ctx)
+	if err != nil {
+		return nil, err
+	}
+	l.lease = lease
+	return lease, nil
+}
+
+// Close ends what the Locker holds of its own: under the Lease strategy
+// it revokes the holders' lease, which deletes the keys of every holder
+// it still has (each Holder then reports Lost). Holders should be
+// released first. A Locker on the kv store holds nothing: Close does
+// nothing there.
+func (l *Locker) Close() error {
+	l.leaseMu.Lock()
+	lease := l.lease
+	l.lease = nil
+	l.leaseMu.Unlock()
+	if lease == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+	defer cancel()
+	return lease.Revoke(ctx)
 }
 
 // removeHolderFile unlinks a holder file that no process holds.

@@ -40,38 +40,6 @@ func die(h *Holder) {
 	h.done = true
 }
 
-func TestAcquireRelease(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "data")
-	l := openLocker(t, dir)
-	h := mustAcquire(t, l, "job")
-	if h.Token() <= 0 {
-		t.Fatalf("token %d", h.Token())
-	}
-	_, err := l.TryAcquire("job")
-	var le *LockedError
-	if !errors.As(err, &le) || !errors.Is(err, ErrLocked) {
-		t.Fatalf("second TryAcquire: %v, want a LockedError", err)
-	}
-	if len(le.Holders) != 1 || le.Holders[0].PID != os.Getpid() || le.Holders[0].Token != h.Token() || !le.Holders[0].Alive {
-		t.Fatalf("LockedError names %+v", le.Holders)
-	}
-	if err := h.Release(); err != nil {
-		t.Fatal(err)
-	}
-	if err := h.Release(); !errors.Is(err, ErrReleased) {
-		t.Fatalf("second Release: %v", err)
-	}
-	h2 := mustAcquire(t, l, "job")
-	if h2.Token() <= h.Token() {
-		t.Fatalf("token %d after %d", h2.Token(), h.Token())
-	}
-	h2.Release()
-	ents, _ := os.ReadDir(filepath.Join(dir, HolderDirName))
-	if len(ents) != 0 {
-		t.Fatalf("holder files left: %v", ents)
-	}
-}
-
 func TestTakeoverOfDeadHolder(t *testing.T) {
 	for _, st := range []Strategy{KernelFirst, PIDFirst, PIDOnly} {
 		t.Run(st.String(), func(t *testing.T) {
@@ -99,140 +67,6 @@ func TestTakeoverOfDeadHolder(t *testing.T) {
 			}
 		})
 	}
-}
-
-func TestReleaseAfterTakeover(t *testing.T) {
-	dir := t.TempDir()
-	l := openLocker(t, dir, WithStrategy(TimeOnly), WithStaleAfter(50*time.Millisecond))
-	a := mustAcquire(t, l, "job")
-	lost := a.Lost()
-	time.Sleep(80 * time.Millisecond)
-	b := mustAcquire(t, l, "job")
-	if err := a.Release(); !errors.Is(err, ErrLockLost) {
-		t.Fatalf("Release of the holder taken over: %v, want ErrLockLost", err)
-	}
-	select {
-	case <-lost:
-	case <-time.After(5 * time.Second):
-		t.Fatal("Lost not closed")
-	}
-	if err := a.Extend(context.Background()); !errors.Is(err, ErrReleased) {
-		t.Fatalf("Extend after Release: %v", err)
-	}
-	infos, err := l.List(context.Background())
-	if err != nil || len(infos) != 1 || infos[0].Token != b.Token() {
-		t.Fatalf("after the old holder's Release: %+v %v, want b's lock (token %d)", infos, err, b.Token())
-	}
-	if _, err := a.Put(context.Background(), "k", []byte("a")); !errors.Is(err, kv.ErrFenced) || !errors.Is(err, ErrFenced) {
-		t.Fatalf("fenced put of the old holder: %v", err)
-	}
-	if err := b.Release(); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func TestSlots(t *testing.T) {
-	dir := t.TempDir()
-	l := openLocker(t, dir, WithSlots(3))
-	var hs []*Holder
-	seen := map[int64]bool{}
-	for range 3 {
-		h := mustAcquire(t, l, "pool")
-		if seen[h.Token()] {
-			t.Fatalf("token %d twice", h.Token())
-		}
-		seen[h.Token()] = true
-		hs = append(hs, h)
-	}
-	if _, err := l.TryAcquire("pool"); !errors.Is(err, ErrLocked) {
-		t.Fatalf("4th of 3: %v", err)
-	}
-	l2 := openLocker(t, dir, WithSlots(2))
-	var se *SlotsError
-	if _, err := l2.TryAcquire("pool"); !errors.As(err, &se) || se.Have != 3 || se.Want != 2 {
-		t.Fatalf("another slot count: %v", err)
-	}
-	hs[1].Release()
-	h := mustAcquire(t, l, "pool")
-	if h.Slot() != 1 {
-		t.Fatalf("slot %d, want the freed 1", h.Slot())
-	}
-	for _, h := range append(hs, h) {
-		h.Release()
-	}
-	// With every holder gone, another count may take the lock.
-	h2 := mustAcquire(t, l2, "pool")
-	h2.Release()
-}
-
-func TestFencedWriter(t *testing.T) {
-	dir := t.TempDir()
-	l := openLocker(t, dir)
-	h := mustAcquire(t, l, "job")
-	fw := l.Fenced("job", h.Token())
-	if _, err := fw.Put(context.Background(), "data", []byte("1")); err != nil {
-		t.Fatal(err)
-	}
-	stale := l.Fenced("job", h.Token()-1)
-	if _, err := stale.Put(context.Background(), "data", []byte("2")); !errors.Is(err, kv.ErrFenced) {
-		t.Fatalf("stale token: %v", err)
-	}
-	h.Release()
-	if _, err := fw.Put(context.Background(), "data", []byte("3")); !errors.Is(err, ErrFenced) {
-		t.Fatalf("after release: %v", err)
-	}
-	s, err := kv.Open(dir, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if e, _ := s.Get([]byte("data")); string(e.Value) != "1" {
-		t.Fatalf("data = %q", e.Value)
-	}
-}
-
-func TestExtendKeepsTimeOnlyHolder(t *testing.T) {
-	dir := t.TempDir()
-	stale := 150 * time.Millisecond
-	l := openLocker(t, dir, WithStrategy(TimeOnly), WithStaleAfter(stale))
-	h := mustAcquire(t, l, "job")
-	end := time.Now().Add(time.Second)
-	for time.Now().Before(end) {
-		if err := h.Extend(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := l.TryAcquire("job"); !errors.Is(err, ErrLocked) {
-			t.Fatalf("a holder that extends was taken: %v", err)
-		}
-		time.Sleep(stale / 3)
-	}
-	time.Sleep(stale + 20*time.Millisecond)
-	h2 := mustAcquire(t, l, "job")
-	if err := h.Extend(context.Background()); !errors.Is(err, ErrLockLost) {
-		t.Fatalf("Extend after the takeover: %v", err)
-	}
-	h2.Release()
-}
-
-func TestSweep(t *testing.T) {
-	dir := t.TempDir()
-	l := openLocker(t, dir)
-	a := mustAcquire(t, l, "a")
-	b := mustAcquire(t, l, "b")
-	die(a)
-	rm, err := l.Sweep(context.Background())
-	if err != nil || len(rm) != 1 || rm[0].Name != "a" || rm[0].Token != a.Token() {
-		t.Fatalf("Sweep: %+v %v", rm, err)
-	}
-	infos, _ := l.List(context.Background())
-	if len(infos) != 1 || infos[0].Name != "b" {
-		t.Fatalf("left: %+v", infos)
-	}
-	ents, _ := os.ReadDir(filepath.Join(dir, HolderDirName))
-	if len(ents) != 1 {
-		t.Fatalf("holder files: %v", ents)
-	}
-	b.Release()
 }
 
 // TestJudge crafts markers: the PID strategies take over a live pid of
@@ -307,8 +141,8 @@ func TestNames(t *testing.T) {
 			t.Errorf("name %q: %v", n, err)
 		}
 	}
-	if _, err := Open(t.TempDir(), WithStrategy(TimeOnly)); !errors.Is(err, ErrInvalid) {
-		t.Errorf("time-only without a window: %v", err)
+	if _, err := Open(t.TempDir(), WithStrategy(Lease)); !errors.Is(err, ErrInvalid) {
+		t.Errorf("lease on the kv store, which has no leases: %v", err)
 	}
 }
 
@@ -374,49 +208,29 @@ func TestOpenRace(t *testing.T) {
 	}
 }
 
-// hookBackend runs before each Txn once, between a caller's read and its
-// write.
-type hookBackend struct {
-	lockstore.Backend
-	before func()
-}
-
-func (h *hookBackend) Txn(ctx context.Context, t lockstore.Txn) (lockstore.TxnResult, error) {
-	if f := h.before; f != nil {
-		h.before = nil
-		f()
+// TestHolderFiles: a release removes the holder's file, a sweep the dead
+// holder's; a live holder's stays.
+func TestHolderFiles(t *testing.T) {
+	dir := t.TempDir()
+	l := openLocker(t, dir)
+	files := func() int {
+		ents, _ := os.ReadDir(filepath.Join(dir, HolderDirName))
+		return len(ents)
 	}
-	return h.Backend.Txn(ctx, t)
-}
-
-// TestSweepJudgedStale: a takeover commits between the sweep's judgment
-// of a dead holder and its delete. The delete, conditional on the
-// revision judged, fails, and the new holder's key stays.
-func TestSweepJudgedStale(t *testing.T) {
-	s, err := kv.Open(t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
+	a := mustAcquire(t, l, "a")
+	b := mustAcquire(t, l, "b")
+	if n := files(); n != 2 {
+		t.Fatalf("%d holder files for 2 holders", n)
 	}
-	defer s.Close()
-	l, err := New(s)
-	if err != nil {
-		t.Fatal(err)
+	die(a)
+	if rm, err := l.Sweep(context.Background()); err != nil || len(rm) != 1 {
+		t.Fatalf("Sweep: %+v, %v", rm, err)
 	}
-	dead := mustAcquire(t, l, "job")
-	die(dead)
-	var taker *Holder
-	hb := &hookBackend{Backend: StoreBackend(s), before: func() { taker = mustAcquire(t, l, "job") }}
-	sweeper, err := NewBackend(hb, l.holderDir)
-	if err != nil {
-		t.Fatal(err)
+	if n := files(); n != 1 {
+		t.Fatalf("%d holder files after the sweep, want b's", n)
 	}
-	removed, err := sweeper.Sweep(context.Background())
-	if err != nil || len(removed) != 0 {
-		t.Fatalf("Sweep: removed %+v, %v; want nothing", removed, err)
+	b.Release()
+	if n := files(); n != 0 {
+		t.Fatalf("%d holder files after the release", n)
 	}
-	e, err := s.Get([]byte(taker.Key()))
-	if err != nil || int64(e.CreateRev) != taker.Token() {
-		t.Fatalf("the takeover's key: %v, create revision %d, want %d", err, e.CreateRev, taker.Token())
-	}
-	taker.Release()
 }

@@ -76,7 +76,10 @@ type Marker struct {
 	// HolderFile is the base name of the holder file in the holder
 	// directory, locked with flock for as long as the holder lives;
 	// empty for a holder that keeps no descriptor.
-	HolderFile string    `json:"holder_file,omitempty"`
+	HolderFile string `json:"holder_file,omitempty"`
+	// Lease is the backend lease the key is bound to under the Lease
+	// strategy (lockstore.Leaser); 0 for none.
+	Lease      int64     `json:"lease,omitempty"`
 	Acquired   time.Time `json:"acquired"`
 	Renewed    time.Time `json:"renewed"` // the last Extend (Acquired before one)
 	Slots      int       `json:"slots"`

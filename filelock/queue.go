@@ -43,7 +43,7 @@ type queue struct {
 func (l *Locker) enqueue(ctx context.Context, b lockstore.Backend, q *queue, m Marker) error {
 	res, err := b.Txn(ctx, lockstore.Txn{
 		If:   []lockstore.Compare{lockstore.Absent(q.key)},
-		Then: []lockstore.Op{lockstore.Put(q.key, m.encode())},
+		Then: []lockstore.Op{lockstore.PutLeased(q.key, m.encode(), m.Lease)},
 	})
 	if err != nil {
 		return err
@@ -89,9 +89,13 @@ func (l *Locker) queueAhead(ctx context.Context, b lockstore.Backend, st lockSta
 	return ahead
 }
 
-// waiterAlive judges a waiter by its holder file, else its pid; what
-// neither can tell is passed over (it costs fairness, not safety).
+// waiterAlive judges a waiter by its lease (its key exists: alive), its
+// holder file, else its pid; what none can tell is passed over (it
+// costs fairness, not safety).
 func (l *Locker) waiterAlive(m *Marker) bool {
+	if m.Lease != 0 {
+		return true
+	}
 	if m.Host != l.host {
 		return false
 	}

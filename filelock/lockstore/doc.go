@@ -1,7 +1,7 @@
 // Package lockstore is the small set of store operations that package
 // filelock needs: point reads, a range by prefix, transactions with
 // compares on a key's create revision, mod revision and existence, fenced
-// writes, and a wait for a change. The kv store implements it through an
+// writes, a wait for a change, and (Leaser) keys bound to leases. The kv store implements it through an
 // adapter in package filelock; an etcd client can implement it as well
 // (Get, Range with a prefix end, Txn, Watch), so that the lock logic,
 // which sees only this interface, runs on either.

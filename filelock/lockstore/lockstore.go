@@ -59,10 +59,19 @@ type Op struct {
 	Key    string
 	Value  []byte
 	Delete bool
+	// Lease, for a put, binds the key to a lease of a Leaser backend
+	// (Lease.ID): the store deletes the key when the lease ends. 0 binds
+	// it to none; a backend that is not a Leaser refuses any other.
+	Lease int64
 }
 
 // Put sets key to value.
 func Put(key string, value []byte) Op { return Op{Key: key, Value: value} }
+
+// PutLeased sets key to value, bound to lease (see Op.Lease).
+func PutLeased(key string, value []byte, lease int64) Op {
+	return Op{Key: key, Value: value, Lease: lease}
+}
 
 // Delete removes key; a missing key is not an error.
 func Delete(key string) Op { return Op{Key: key, Delete: true} }
@@ -115,4 +124,30 @@ type Backend interface {
 // the lock library wraps each attempt to acquire in one session.
 type Sessioner interface {
 	Session(ctx context.Context) (Backend, func() error, error)
+}
+
+// Leaser is implemented by a Backend whose keys can be bound to leases
+// (etcd's): a key put with a lease (PutLeased) is deleted by the store,
+// in one transaction of its own, when the lease ends, because it was
+// revoked or because its holder stopped renewing it for the lease's TTL
+// (it died, paused or lost the network). The lock library's Lease
+// strategy judges a holder by it, across hosts: a slot key bound to a
+// lease exists only while its holder renews the lease.
+type Leaser interface {
+	// Grant creates a lease and keeps it alive until Revoke, or until it
+	// can no longer be renewed.
+	Grant(ctx context.Context) (Lease, error)
+}
+
+// Lease is a lease of a Leaser backend, kept alive by the process that
+// was granted it.
+type Lease interface {
+	// ID is the lease's id, for Op.Lease.
+	ID() int64
+	// Done is closed once the lease has ended or its renewals stopped
+	// getting through for longer than its TTL: the keys bound to it are
+	// gone, or soon will be.
+	Done() <-chan struct{}
+	// Revoke ends the lease, deleting the keys bound to it.
+	Revoke(ctx context.Context) error
 }
