@@ -5,6 +5,7 @@ go 1.26.0
 replace github.com/kvstore/kv => ../
 
 require (
+	github.com/anishathalye/porcupine v1.3.1
 	github.com/kvstore/kv v0.0.0-00010101000000-000000000000
 	go.etcd.io/etcd/api/v3 v3.7.3
 	go.etcd.io/etcd/client/v3 v3.7.3
