@@ -278,10 +278,12 @@ func checkHistory(rec *linRecorder, visualize bool) error {
 	switch res {
 	case porcupine.Illegal:
 		where := ""
-		if f, err := os.CreateTemp("", "etcdkv-history-*.html"); visualize && err == nil {
-			porcupine.Visualize(linModel, info, f)
-			f.Close()
-			where = "; visualization in " + f.Name()
+		if visualize {
+			if f, err := os.CreateTemp("", "etcdkv-history-*.html"); err == nil {
+				porcupine.Visualize(linModel, info, f)
+				f.Close()
+				where = "; visualization in " + f.Name()
+			}
 		}
 		return fmt.Errorf("not linearizable (%d operations%s)", len(rec.ops), where)
 	case porcupine.Unknown:
