@@ -124,9 +124,10 @@ func New(s *kv.Store, opts ...Option) (*Locker, error) {
 }
 
 // NewBackend returns a Locker on any lockstore.Backend, with its holder
-// files in holderDir (on this host). On a backend that has leases
-// (lockstore.Leaser, such as etcd's) the strategy is Lease unless
-// WithStrategy says otherwise, and holderDir is not used: it may be "".
+// files in holderDir (on this host); with holderDir "" its holders keep
+// none, and are judged by lease, pid or time only. On a backend that has
+// leases (lockstore.Leaser, such as etcd's) the strategy is Lease unless
+// WithStrategy says otherwise, and needs no holder files.
 func NewBackend(b lockstore.Backend, holderDir string, opts ...Option) (*Locker, error) {
 	o := buildOptions(opts)
 	o.holderDir = holderDir
@@ -158,7 +159,7 @@ func newLocker(b lockstore.Backend, o options) (*Locker, error) {
 	if _, ok := b.(lockstore.Leaser); o.strategy == Lease && !ok {
 		return nil, fmt.Errorf("%w: the lease strategy needs a backend with leases (lockstore.Leaser)", ErrInvalid)
 	}
-	if kernelLocks && o.strategy != Lease {
+	if kernelLocks && o.strategy != Lease && o.holderDir != "" {
 		if err := os.MkdirAll(o.holderDir, 0o700); err != nil {
 			return nil, err
 		}
@@ -219,7 +220,7 @@ func (l *Locker) acquire(ctx context.Context, name string, try bool) (*Holder, e
 		m.Lease = lease.ID()
 	}
 	var file *os.File
-	if kernelLocks && l.opts.strategy != Lease {
+	if kernelLocks && l.opts.strategy != Lease && l.holderDir != "" {
 		m.HolderFile = name + "." + nonce + holderSuffix
 		var err error
 		if file, err = createHolderFile(l.holderDir, m.HolderFile, m.encode()); err != nil {

@@ -71,7 +71,7 @@ func (l *Locker) Sweep(ctx context.Context) ([]Info, error) {
 			removed = append(removed, s.Info)
 		}
 	}
-	if kernelLocks {
+	if kernelLocks && l.holderDir != "" {
 		l.sweepFiles(named, now)
 	}
 	return removed, nil

@@ -326,6 +326,21 @@ func testSweep(t *testing.T, e Env) {
 	b.Release()
 }
 
+// leased is a wrapper of a backend with leases, which keeps them.
+type leased struct {
+	lockstore.Backend
+	lockstore.Leaser
+}
+
+// keepLeaser returns wrapped, a wrapper of orig, with orig's leases if
+// it has them.
+func keepLeaser(orig, wrapped lockstore.Backend) lockstore.Backend {
+	if l, ok := orig.(lockstore.Leaser); ok {
+		return leased{wrapped, l}
+	}
+	return wrapped
+}
+
 // hookBackend runs before once, before the first Txn.
 type hookBackend struct {
 	lockstore.Backend
@@ -354,7 +369,7 @@ func testSweepJudgedStale(t *testing.T, e Env) {
 	time.Sleep(staleWindow + staleWindow/4)
 	var taker *filelock.Holder
 	hb := &hookBackend{Backend: e.Backend, before: func() { taker = mustAcquire(t, newLocker(t, e, opts...), "job") }}
-	sweeper, err := e.NewOn(hb, opts...)
+	sweeper, err := e.NewOn(keepLeaser(e.Backend, hb), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -532,7 +547,7 @@ func (b *lostAnswer) Txn(ctx context.Context, t lockstore.Txn) (lockstore.TxnRes
 // revision with its own token.
 func testStaleReleaseRetry(t *testing.T, e Env) {
 	lb := &lostAnswer{Backend: e.Backend}
-	l, err := e.NewOn(lb)
+	l, err := e.NewOn(keepLeaser(e.Backend, lb))
 	if err != nil {
 		t.Fatal(err)
 	}

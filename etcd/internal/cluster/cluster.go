@@ -23,11 +23,15 @@ import (
 )
 
 // BuildMember builds command etcdmember into dir and returns its path.
-func BuildMember(dir string) (string, error) {
-	bin := filepath.Join(dir, "etcdmember")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/kvstore/kv/etcd/internal/etcdmember").CombinedOutput()
+func BuildMember(dir string) (string, error) { return Build(dir, "etcdmember") }
+
+// Build builds the command github.com/kvstore/kv/etcd/internal/NAME
+// into dir and returns its path.
+func Build(dir, name string) (string, error) {
+	bin := filepath.Join(dir, name)
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/kvstore/kv/etcd/internal/"+name).CombinedOutput()
 	if err != nil {
-		return "", fmt.Errorf("building etcdmember: %v\n%s", err, out)
+		return "", fmt.Errorf("building %s: %v\n%s", name, err, out)
 	}
 	return bin, nil
 }
