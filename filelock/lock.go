@@ -239,8 +239,19 @@ func (l *Locker) acquire(ctx context.Context, name string, try bool) (*Holder, e
 			file.Close()
 		}
 	}
+	renewed := 0
 	for {
 		h, le, watch, err := l.attempt(ctx, name, m, q, try)
+		if errors.Is(err, lockstore.ErrLeaseEnded) && lease != nil && renewed < maxRenewals {
+			// The lease ended while this process was paused or cut off,
+			// before its keep-alive noticed: the keys bound to it are
+			// gone, the wait key too. Take a new lease and try again.
+			renewed++
+			if lease, err = l.renewLease(ctx, lease); err == nil {
+				m.Lease, q.enqueued = lease.ID(), false
+				continue
+			}
+		}
 		if err != nil {
 			drop()
 			return nil, err
@@ -434,6 +445,21 @@ func (l *Locker) currentLease(ctx context.Context) (lockstore.Lease, error) {
 	}
 	l.lease = lease
 	return lease, nil
+}
+
+// maxRenewals bounds the new leases one acquire takes when it finds its
+// lease ended.
+const maxRenewals = 3
+
+// renewLease replaces old, which ended, with a new lease (unless another
+// acquire replaced it already).
+func (l *Locker) renewLease(ctx context.Context, old lockstore.Lease) (lockstore.Lease, error) {
+	l.leaseMu.Lock()
+	if l.lease == old {
+		l.lease = nil
+	}
+	l.leaseMu.Unlock()
+	return l.currentLease(ctx)
 }
 
 // Close ends what the Locker holds of its own: under the Lease strategy

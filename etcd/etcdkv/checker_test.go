@@ -37,7 +37,11 @@ func TestModelHistories(t *testing.T) {
 		ok   bool
 	}{
 		{"unknown add not applied", []op{put("1", 2, 1, 2), addUnknown(5, 3, 10), get("1", 2, 2, 1, 11, 12)}, true},
-		{"unknown add applied once", []op{put("1", 2, 1, 2), addUnknown(5, 3, 10), get("6", 2, 4, 2, 11, 12)}, true},
+		{"unknown add applied once", []op{put("1", 2, 1, 2), addUnknown(5, 3, 10), get("6", 2, 3, 2, 11, 12)}, true},
+		{"unknown add applied once, later", []op{put("1", 2, 1, 2), addUnknown(5, 3, 10), get("6", 2, 9, 2, 11, 12)}, true},
+		{"unknown add at an impossible revision", []op{put("1", 2, 1, 2), addUnknown(5, 3, 10), get("6", 2, 2, 2, 11, 12)}, false},
+		{"unknown add applied after a known one", []op{put("1", 2, 1, 2), addUnknown(5, 3, 10),
+			op{linInput{kind: linAdd, key: "k", delta: 1}, linOutput{n: 2, rev: 3, committed: true}, 4, 5}, get("7", 2, 4, 3, 11, 12)}, true},
 		{"unknown add applied twice", []op{put("1", 2, 1, 2), addUnknown(5, 3, 10), get("11", 2, 5, 3, 11, 12)}, false},
 		{"two unknown adds, both applied", []op{put("1", 2, 1, 2), addUnknown(5, 3, 10), addUnknown(5, 4, 10), get("11", 2, 5, 3, 11, 12)}, true},
 		{"acknowledged put lost", []op{put("1", 2, 1, 2), put("2", 3, 3, 4), get("1", 2, 2, 1, 5, 6)}, false},

@@ -109,8 +109,14 @@ func (s linState) deleted(rev int64) linState {
 }
 
 // fresh reports whether a write told revision rev may follow s: above
-// every revision known, and above the unknown ones applied since.
+// every revision known, and above the unknown ones applied since (each
+// took a revision of its own).
 func (s linState) fresh(rev int64) bool { return rev > s.lastRev+int64(s.pendingUnknown) }
+
+// bindable reports whether rev may be the revision of the last of the
+// writes of unknown revision applied since lastRev: the k-th of them
+// committed at lastRev+k or later.
+func (s linState) bindable(rev int64) bool { return rev >= s.lastRev+int64(s.pendingUnknown) }
 
 // applied returns the states a write leaves: with a known outcome the
 // one it reported (none if that is impossible); with an unknown one the
@@ -154,7 +160,7 @@ func applied(s linState, in linInput, out linOutput) []any {
 			case s.modUnknown && out.err == errNone && out.ok:
 				// The compare held: the unknown revision was the one
 				// compared, if it is above what is known.
-				if in.expectRev <= s.lastRev {
+				if !s.bindable(in.expectRev) {
 					return nil
 				}
 				s.modRev, s.modUnknown, s.lastRev, s.pendingUnknown = in.expectRev, false, in.expectRev, 0
@@ -208,7 +214,7 @@ func linStep(state, input, output any) []any {
 	switch {
 	case s.modUnknown:
 		// Bind the revision of the writes of unknown outcome.
-		if !s.fresh(out.modRev) {
+		if !s.bindable(out.modRev) {
 			return nil
 		}
 		s.modRev, s.modUnknown, s.lastRev, s.pendingUnknown = out.modRev, false, out.modRev, 0

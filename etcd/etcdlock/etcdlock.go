@@ -70,6 +70,15 @@ func wrap(err error) error {
 	return fmt.Errorf("etcdlock: %w", err)
 }
 
+// txnErr wraps the error of a transaction: a put under a lease that has
+// ended is lockstore.ErrLeaseEnded (etcd refused the whole transaction).
+func txnErr(err error) error {
+	if errors.Is(err, rpctypes.ErrLeaseNotFound) || errors.Is(err, rpctypes.ErrGRPCLeaseNotFound) {
+		return fmt.Errorf("etcdlock: %w: %w", lockstore.ErrLeaseEnded, err)
+	}
+	return wrap(err)
+}
+
 // Get reads key with a linearizable read.
 func (b *Backend) Get(ctx context.Context, key string) (lockstore.KeyValue, bool, error) {
 	resp, err := b.c.Get(ctx, key)
@@ -170,7 +179,7 @@ func (b *Backend) Txn(ctx context.Context, t lockstore.Txn) (lockstore.TxnResult
 		resp, err = b.c.Txn(ctx).If(cmps...).Then(first...).Commit()
 	}
 	if err != nil {
-		return lockstore.TxnResult{}, wrap(err)
+		return lockstore.TxnResult{}, txnErr(err)
 	}
 	succeeded := resp.Succeeded
 	if t.Fence != nil {
@@ -182,7 +191,7 @@ func (b *Backend) Txn(ctx context.Context, t lockstore.Txn) (lockstore.TxnResult
 	}
 	resp, err = b.c.Txn(ctx).If(recreateCmps...).Then(recreate...).Commit()
 	if err != nil {
-		return lockstore.TxnResult{}, wrap(err)
+		return lockstore.TxnResult{}, txnErr(err)
 	}
 	return lockstore.TxnResult{Succeeded: resp.Succeeded, Revision: resp.Header.Revision}, nil
 }

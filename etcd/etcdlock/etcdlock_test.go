@@ -2,6 +2,7 @@ package etcdlock_test
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -122,4 +123,38 @@ func TestLeaseIsLiveness(t *testing.T) {
 		t.Fatal("Lost not closed after the lease ended")
 	}
 	h2.Release()
+}
+
+// TestLeaseEndedBehindItsBack: a locker whose lease ended before its
+// keep-alive noticed (a pause, a revoke by someone else) takes a new
+// one on its next acquire, instead of failing.
+func TestLeaseEndedBehindItsBack(t *testing.T) {
+	c := cluster.ForTest(t, memberBin)
+	cl := cluster.ClientForTest(t, c)
+	l, err := etcdlock.NewLocker(cl, &etcdlock.Options{TTL: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	h, err := l.TryAcquire("a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := cl.Revoke(ctx, clientv3.LeaseID(h.Marker().Lease)); err != nil {
+		t.Fatal(err)
+	}
+	h2, err := l.TryAcquire("b")
+	if err != nil {
+		t.Fatalf("acquire after the lease ended: %v", err)
+	}
+	if h2.Marker().Lease == h.Marker().Lease {
+		t.Fatalf("the new holder has the ended lease %x", h.Marker().Lease)
+	}
+	if err := h.Release(); !errors.Is(err, filelock.ErrLockLost) {
+		t.Fatalf("release of the holder whose lease ended: %v, want ErrLockLost", err)
+	}
+	if err := h2.Release(); err != nil {
+		t.Fatal(err)
+	}
 }

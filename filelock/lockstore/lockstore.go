@@ -10,6 +10,10 @@ import (
 // written. The kv adapter's error also matches kv.ErrFenced.
 var ErrFenced = errors.New("lockstore: fencing token is stale")
 
+// ErrLeaseEnded is returned by a Txn that puts a key under a lease
+// (Op.Lease) that has ended: expired or revoked. Nothing was written.
+var ErrLeaseEnded = errors.New("lockstore: lease ended")
+
 // KeyValue is a key's state.
 type KeyValue struct {
 	Key       string

@@ -182,7 +182,7 @@ func rounds(ctx context.Context, cli *clientv3.Client, mode, name, key string, t
 		}
 		if err == nil {
 			// The window a pause lands in, between the read and the write.
-			time.Sleep(20 * time.Millisecond)
+			time.Sleep(100 * time.Millisecond)
 			err = write(fmt.Sprint(cur + 1))
 		}
 		switch {
