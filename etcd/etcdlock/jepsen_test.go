@@ -56,7 +56,7 @@ type holderProc struct {
 func startHolder(t *testing.T, c *cluster.Cluster, args ...string) *holderProc {
 	t.Helper()
 	args = append([]string{"-endpoints", strings.Join(c.Endpoints(), ","), "-ttl", jepsenTTL.String()}, args...)
-	cmd := exec.Command(holderBin, args...)
+	cmd := cluster.Command(holderBin, args...)
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -140,7 +140,7 @@ func (m *Member) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(m.bin, m.args...)
+	cmd := Command(m.bin, m.args...)
 	cmd.Stderr = logf
 	out, err := cmd.StdoutPipe()
 	if err != nil {
