@@ -179,6 +179,29 @@ func TestPausedHolder(t *testing.T) {
 				if !strings.HasPrefix(reply, "fenced") || final != "b" {
 					t.Fatalf("a's stale write: %q, %s = %q; want fenced, and b's value kept", reply, key, final)
 				}
+				// The errors of a holder whose lease expired are those of
+				// a dead holder taken over on the embedded store
+				// (locktest's TakeoverOfDeadHolder): kv.ErrFenced and
+				// filelock.ErrFenced for a write, ErrLockLost for a
+				// release, which leaves b's lock in place.
+				if !strings.HasPrefix(reply, "fenced (kv.ErrFenced, filelock.ErrFenced)") {
+					t.Errorf("a's stale write: %q, want kv.ErrFenced and filelock.ErrFenced", reply)
+				}
+				fmt.Fprintln(a.in, "release")
+				if r := a.read(30 * time.Second); !strings.HasPrefix(r, "lost") {
+					t.Fatalf("a's release after its lease expired: %q, want ErrLockLost", r)
+				}
+				infos, _, err := etcdlock.NewBackend(cl, nil).Range(ctx, "")
+				if err != nil {
+					t.Fatal(err)
+				}
+				held := false
+				for _, kv := range infos {
+					held = held || kv.CreateRev == tokenB
+				}
+				if !held {
+					t.Fatalf("a's release removed b's lock (token %d): %+v", tokenB, infos)
+				}
 			}
 		})
 	}

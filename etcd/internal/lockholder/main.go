@@ -6,8 +6,10 @@
 // still holds the lock, prints "checked", and waits for "write VALUE" on
 // stdin, which it writes to -key at once, without checking again: the
 // pause a test puts between the check and the write is the stop-the-world
-// pause of the report. It prints "ok REVISION", "fenced ERROR" or
-// "error ERROR".
+// pause of the report. It prints "ok REVISION", "fenced (ERRORS
+// MATCHED) ERROR" or "error ERROR". On "release" it releases the lock and prints
+// "released", "lost ERROR" (filelock.ErrLockLost: the lock was no longer
+// its own) or "error ERROR".
 //
 // With -loop N it runs N rounds instead, and prints one line per round:
 // take the lock, read the counter -key, write it plus one (fenced under
@@ -58,6 +60,7 @@ func main() {
 	}
 	var check func() bool
 	var write func(ctx context.Context, v string) (int64, error)
+	var release func(ctx context.Context) error
 	switch *mode {
 	case "mutex":
 		s, err := concurrency.NewSession(cli, concurrency.WithTTL(int(ttl.Seconds())))
@@ -84,6 +87,7 @@ func main() {
 			}
 			return resp.Header.Revision, nil
 		}
+		release = m.Unlock
 	case "filelock":
 		l, err := etcdlock.NewLocker(cli, &etcdlock.Options{TTL: *ttl})
 		if err != nil {
@@ -104,6 +108,7 @@ func main() {
 			}
 		}
 		write = func(ctx context.Context, v string) (int64, error) { return h.Put(ctx, *key, []byte(v)) }
+		release = h.ReleaseContext
 	default:
 		log.Fatalf("mode %q", *mode)
 	}
@@ -113,6 +118,20 @@ func main() {
 	fmt.Println("checked")
 	sc := bufio.NewScanner(os.Stdin)
 	for sc.Scan() {
+		if sc.Text() == "release" {
+			rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			err := release(rctx)
+			cancel()
+			switch {
+			case errors.Is(err, filelock.ErrLockLost):
+				fmt.Println("lost", err)
+			case err != nil:
+				fmt.Println("error", err)
+			default:
+				fmt.Println("released")
+			}
+			continue
+		}
 		v, ok := strings.CutPrefix(sc.Text(), "write ")
 		if !ok {
 			continue
@@ -121,8 +140,10 @@ func main() {
 		rev, err := write(wctx, v)
 		cancel()
 		switch {
+		case errors.Is(err, kv.ErrFenced) && errors.Is(err, filelock.ErrFenced):
+			fmt.Println("fenced (kv.ErrFenced, filelock.ErrFenced)", err)
 		case errors.Is(err, kv.ErrFenced):
-			fmt.Println("fenced", err)
+			fmt.Println("fenced (kv.ErrFenced)", err)
 		case err != nil:
 			fmt.Println("error", err)
 		default:
