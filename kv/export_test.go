@@ -4,7 +4,7 @@ package kv
 func Unflushed(s *Store) int {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return s.m.Unflushed()
+	return s.m.UnflushedForTesting()
 }
 
 // Queued returns the number of writes waiting in the committer's queue,

@@ -58,7 +58,7 @@ import (
 //  1. settle runs first. Every method but Load calls settle before it
 //     reads or changes the index, the tree or the counts, so that the
 //     entries Load left ahead are in the index (Revision, SetRevision,
-//     Prefetch and Unflushed read nothing they change). An evacuation
+//     Prefetch and UnflushedForTesting read nothing they change). An evacuation
 //     runs only after settle, since it takes an entry the index does not
 //     point to for dead.
 //  2. The index is never behind: it takes every change at once; only the
@@ -483,9 +483,9 @@ func (m *Map) DeleteLater(key []byte) {
 	}
 }
 
-// Unflushed returns the number of changes LoadLater, DeleteLater and
+// UnflushedForTesting returns the number of changes LoadLater, DeleteLater and
 // evacuations left for the ordered tree, which the next Flush takes in.
-func (m *Map) Unflushed() int { return len(m.later) }
+func (m *Map) UnflushedForTesting() int { return len(m.later) }
 
 // Flush applies the changes LoadLater and DeleteLater left for the
 // ordered tree: each key changed gets its current state from the index.

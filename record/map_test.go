@@ -503,10 +503,10 @@ func TestLater(t *testing.T) {
 					break
 				}
 				// A part, newest first, as the store's flusher takes them.
-				before := lazy.Unflushed()
+				before := lazy.UnflushedForTesting()
 				n := rapid.IntRange(0, 4).Draw(t, "part")
-				if left := lazy.FlushSome(n); left != max(before-n, 0) || lazy.Unflushed() != left {
-					t.Fatalf("FlushSome(%d) of %d: %d left, Unflushed %d", n, before, left, lazy.Unflushed())
+				if left := lazy.FlushSome(n); left != max(before-n, 0) || lazy.UnflushedForTesting() != left {
+					t.Fatalf("FlushSome(%d) of %d: %d left, Unflushed %d", n, before, left, lazy.UnflushedForTesting())
 				}
 			case 5:
 				clones = append(clones, lazy.Clone())
