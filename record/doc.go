@@ -1,6 +1,8 @@
 // Package record defines what the store logs and how it applies it: the
-// encoding of a committed record (put, delete, add, or a transaction of
-// several), and Map, the ordered in-memory state the records build.
+// encoding of a committed record (put, delete, add, a transaction of
+// several, a lease's grant, renewal or end), Map, the ordered in-memory
+// state the records build, and Leases, the lease table they build beside
+// it (lease.go).
 //
 // # Guarantees
 //

@@ -1,6 +1,7 @@
 package record
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -45,6 +46,12 @@ const (
 	// KindSkip changes nothing: it moves the revision past revisions that
 	// a repair cut out of the log, which no later record may reuse.
 	KindSkip Kind = 5
+	// KindPutLease is a put that binds its key to a lease. In memory it is
+	// a KindPut whose Op.Lease is set: only the encoding has this kind.
+	KindPutLease Kind = 6
+	// KindLease grants, renews or ends a lease (Record.Lease); ending one
+	// deletes the keys bound to it (Record.Ops).
+	KindLease Kind = 7
 )
 
 // String names the kind as the CLI prints it.
@@ -60,6 +67,10 @@ func (k Kind) String() string {
 		return "txn"
 	case KindSkip:
 		return "skip"
+	case KindPutLease:
+		return "put-lease"
+	case KindLease:
+		return "lease"
 	}
 	return fmt.Sprintf("kind(%d)", uint8(k))
 }
@@ -70,6 +81,24 @@ type Op struct {
 	Key   []byte
 	Value []byte // KindPut
 	Delta int64  // KindAdd
+	// Lease, for a KindPut, binds the key to that lease (logged as
+	// KindPutLease); 0 binds it to none.
+	Lease LeaseID
+}
+
+// WithLease returns op, a put, binding its key to the lease id: the key
+// is deleted when the lease ends (see FORMAT.md, "Leases").
+func (op Op) WithLease(id LeaseID) Op {
+	op.Lease = id
+	return op
+}
+
+// logKind is the kind op is logged as.
+func (op *Op) logKind() Kind {
+	if op.Kind == KindPut && op.Lease != 0 {
+		return KindPutLease
+	}
+	return op.Kind
 }
 
 // Target is what a Compare looks at. Part of the on-disk format.
@@ -120,6 +149,11 @@ type Record struct {
 	// revision may be more than one past the previous record's, and the
 	// revisions between are never used (see KindSkip).
 	Skip bool
+	// Lease, when its Action is set, makes this a lease record
+	// (KindLease): a grant, keep-alive, revoke or expire. The Ops of a
+	// revoke or an expire are the deletes of the keys bound to the lease,
+	// in ascending key order; the others have none.
+	Lease LeaseChange
 }
 
 // Payload layout, all integers little-endian:
@@ -132,7 +166,11 @@ type Record struct {
 //	txn:    uint8 flags (bit 0: succeeded), uint32 n, n compares,
 //	        uint32 m, m ops (each uint8 kind + op body)
 //	skip:   nothing more
+//	put-lease: op body
+//	lease:  uint8 action, uint64 id, int64 ttl, int64 deadline,
+//	        uint32 n, n times (uint32 keylen, key)
 //	op body: uint32 keylen, key, then put: uint32 vallen, value;
+//	        put-lease: uint32 vallen, value, uint64 lease;
 //	        add: int64 delta; del: nothing
 //	compare: uint8 target, uint8 cmp, uint32 keylen, key, then
 //	        value target: uint32 len, bytes; others: int64
@@ -143,8 +181,21 @@ func Append(buf []byte, r *Record) []byte {
 		buf = append(buf, byte(KindSkip))
 		return binary.LittleEndian.AppendUint64(buf, uint64(r.Revision))
 	}
+	if r.Lease.Action != 0 {
+		buf = append(buf, byte(KindLease))
+		buf = binary.LittleEndian.AppendUint64(buf, uint64(r.Revision))
+		buf = append(buf, byte(r.Lease.Action))
+		buf = binary.LittleEndian.AppendUint64(buf, uint64(r.Lease.ID))
+		buf = binary.LittleEndian.AppendUint64(buf, uint64(r.Lease.TTL))
+		buf = binary.LittleEndian.AppendUint64(buf, uint64(r.Lease.Deadline))
+		buf = binary.LittleEndian.AppendUint32(buf, uint32(len(r.Ops)))
+		for i := range r.Ops {
+			buf = appendBytes(buf, r.Ops[i].Key)
+		}
+		return buf
+	}
 	if !r.Txn && len(r.Ops) == 1 {
-		buf = append(buf, byte(r.Ops[0].Kind))
+		buf = append(buf, byte(r.Ops[0].logKind()))
 		buf = binary.LittleEndian.AppendUint64(buf, uint64(r.Revision))
 		return appendOpBody(buf, &r.Ops[0])
 	}
@@ -168,7 +219,7 @@ func Append(buf []byte, r *Record) []byte {
 	}
 	buf = binary.LittleEndian.AppendUint32(buf, uint32(len(r.Ops)))
 	for i := range r.Ops {
-		buf = append(buf, byte(r.Ops[i].Kind))
+		buf = append(buf, byte(r.Ops[i].logKind()))
 		buf = appendOpBody(buf, &r.Ops[i])
 	}
 	return buf
@@ -181,6 +232,13 @@ func Size(r *Record) int {
 	const head = 1 + 8 // kind, revision
 	if r.Skip {
 		return head
+	}
+	if r.Lease.Action != 0 {
+		n := head + 1 + 8 + 8 + 8 + 4 // action, id, ttl, deadline, key count
+		for i := range r.Ops {
+			n += 4 + len(r.Ops[i].Key)
+		}
+		return n
 	}
 	if !r.Txn && len(r.Ops) == 1 {
 		return head + opBodySize(&r.Ops[0])
@@ -207,6 +265,9 @@ func opBodySize(op *Op) int {
 	switch op.Kind {
 	case KindPut:
 		n += 4 + len(op.Value)
+		if op.Lease != 0 {
+			n += 8
+		}
 	case KindAdd:
 		n += 8
 	}
@@ -223,6 +284,9 @@ func appendOpBody(buf []byte, op *Op) []byte {
 	switch op.Kind {
 	case KindPut:
 		buf = appendBytes(buf, op.Value)
+		if op.Lease != 0 {
+			buf = binary.LittleEndian.AppendUint64(buf, uint64(op.Lease))
+		}
 	case KindAdd:
 		buf = binary.LittleEndian.AppendUint64(buf, uint64(op.Delta))
 	}
@@ -298,6 +362,11 @@ func (d *decoder) opBody(k Kind) Op {
 	switch k {
 	case KindPut:
 		op.Value = d.bytes()
+	case KindPutLease:
+		op.Kind, op.Value = KindPut, d.bytes()
+		if op.Lease = LeaseID(d.u64()); op.Lease == 0 && d.err == nil {
+			d.fail("put on lease 0")
+		}
 	case KindAdd:
 		op.Delta = int64(d.u64())
 	case KindDelete:
@@ -339,10 +408,12 @@ func DecodeInto(p []byte, r *Record) error {
 	k := Kind(d.u8())
 	r.Revision = Revision(d.u64())
 	switch k {
-	case KindPut, KindDelete, KindAdd:
+	case KindPut, KindDelete, KindAdd, KindPutLease:
 		r.Ops = append(ops, d.opBody(k))
 	case KindSkip:
 		r.Skip = true
+	case KindLease:
+		r.Ops = d.lease(r, ops)
 	case KindTxn:
 		r.Txn = true
 		flags := d.u8()
@@ -399,5 +470,57 @@ func DecodeInto(p []byte, r *Record) error {
 	if r.Revision > MaxRevision {
 		return fmt.Errorf("%w: revision %d past the largest a store can hold, %d", ErrCorrupt, r.Revision, MaxRevision)
 	}
+	if r.Lease.Action == LeaseGrant && LeaseID(r.Revision) != r.Lease.ID {
+		return fmt.Errorf("%w: grant of lease %d at revision %d: a lease's id is its grant's revision", ErrCorrupt, r.Lease.ID, r.Revision)
+	}
 	return nil
+}
+
+// lease reads a lease record's body into r.Lease and returns its deletes,
+// in ops (whose capacity it reuses).
+func (d *decoder) lease(r *Record, ops []Op) []Op {
+	l := &r.Lease
+	l.Action = LeaseAction(d.u8())
+	l.ID = LeaseID(d.u64())
+	l.TTL = int64(d.u64())
+	l.Deadline = int64(d.u64())
+	n := d.count(4)
+	if d.err != nil {
+		return nil
+	}
+	if l.ID == 0 {
+		d.fail("lease id 0")
+	}
+	switch l.Action {
+	case LeaseGrant:
+		if l.TTL <= 0 || l.Deadline <= 0 || n != 0 {
+			d.fail("grant with ttl %d, deadline %d, %d keys", l.TTL, l.Deadline, n)
+		}
+	case LeaseKeepAlive:
+		if l.TTL != 0 || l.Deadline <= 0 || n != 0 {
+			d.fail("keep-alive with ttl %d, deadline %d, %d keys", l.TTL, l.Deadline, n)
+		}
+	case LeaseRevoke, LeaseExpire:
+		if l.TTL != 0 || l.Deadline != 0 {
+			d.fail("%s with ttl %d, deadline %d", l.Action, l.TTL, l.Deadline)
+		}
+	default:
+		d.fail("unknown lease action %d", uint8(l.Action))
+	}
+	if n == 0 || d.err != nil {
+		return nil
+	}
+	if cap(ops) >= n {
+		ops = ops[:n]
+		clear(ops)
+	} else {
+		ops = make([]Op, n)
+	}
+	for i := range ops {
+		ops[i] = Op{Kind: KindDelete, Key: d.bytes()}
+		if i > 0 && d.err == nil && bytes.Compare(ops[i-1].Key, ops[i].Key) >= 0 {
+			d.fail("key %q not after %q", ops[i].Key, ops[i-1].Key)
+		}
+	}
+	return ops
 }

@@ -86,6 +86,17 @@ func roundTripCases() []struct {
 			Compares: []record.Compare{{Target: record.TargetValue, Cmp: record.CmpEqual}, {Target: record.TargetExists, Cmp: record.CmpEqual, Num: 0}}}},
 		{"txn negative compare number", record.Record{Revision: 16, Txn: true, Succeeded: true,
 			Compares: []record.Compare{{Key: []byte("x"), Target: record.TargetVersion, Cmp: record.CmpLess, Num: math.MinInt64}}}},
+		{"put on a lease", record.Record{Revision: 17, Ops: []record.Op{opPut("k", "v").WithLease(5)}}},
+		{"txn put on a lease", txn(18, opPut("a", "1").WithLease(math.MaxUint64), opAdd("b", 1), opPut("c", ""))},
+		{"lease grant", record.Record{Revision: 19, Lease: record.LeaseChange{Action: record.LeaseGrant, ID: 19,
+			TTL: 30e9, Deadline: 1767225600e9}}},
+		{"lease keep-alive", record.Record{Revision: 20, Lease: record.LeaseChange{Action: record.LeaseKeepAlive, ID: 19,
+			Deadline: math.MaxInt64}}},
+		{"lease revoke", record.Record{Revision: 21, Lease: record.LeaseChange{Action: record.LeaseRevoke, ID: 19},
+			Ops: []record.Op{opDel(""), opDel("a"), opDel("b")}}},
+		{"lease expire", record.Record{Revision: 22, Lease: record.LeaseChange{Action: record.LeaseExpire, ID: 1},
+			Ops: []record.Op{opDel("k")}}},
+		{"lease expire no keys", record.Record{Revision: 23, Lease: record.LeaseChange{Action: record.LeaseExpire, ID: 3}}},
 	}
 }
 
@@ -465,6 +476,18 @@ func FuzzDecode(f *testing.F) {
 		}
 		if diff := cmp.Diff(r, reused, cmpopts.EquateEmpty()); diff != "" {
 			t.Fatalf("DecodeInto into a used record (-Decode +DecodeInto):\n%s", diff)
+		}
+
+		// The lease table judges any decoded record without a panic, and
+		// a record it refuses changes nothing.
+		lt := record.NewLeases()
+		if err := lt.Apply(&r); err != nil {
+			if !errors.Is(err, record.ErrCorrupt) {
+				t.Fatalf("Leases.Apply: %v, want ErrCorrupt", err)
+			}
+			if lt.Len() != 0 || lt.Bound() != 0 {
+				t.Fatalf("a refused Leases.Apply changed the table: %d leases, %d keys", lt.Len(), lt.Bound())
+			}
 		}
 
 		// Apply to an empty map: no panic, and all or nothing.

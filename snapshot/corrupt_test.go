@@ -173,7 +173,7 @@ func TestMalformed(t *testing.T) {
 		{name: "bad magic", file: append([]byte("KVSNAQ\x01\x00"), specEnd(withEntries(0), 0)[8:]...), want: snapshot.ErrCorrupt, wantOff: 0},
 		{name: "lower-case magic", file: append([]byte("kvsnap\x01\x00"), specEnd(withEntries(0), 0)[8:]...), want: snapshot.ErrCorrupt, wantOff: 0},
 		{name: "version 0", file: append(specHeader(0), specEnd(withEntries(0), 0)[8:]...), want: snapshot.ErrVersion, wantOff: 6},
-		{name: "version 2", file: append(specHeader(2), specEnd(withEntries(0), 0)[8:]...), want: snapshot.ErrVersion, wantOff: 6},
+		{name: "version 3", file: append(specHeader(3), specEnd(withEntries(0), 0)[8:]...), want: snapshot.ErrVersion, wantOff: 6},
 		{name: "version 256", file: append(specHeader(256), specEnd(withEntries(0), 0)[8:]...), want: snapshot.ErrVersion, wantOff: 6},
 		{name: "header only", file: specHeader(1), want: snapshot.ErrCorrupt, wantOff: 8},
 		{name: "no end frame", file: withEntries(2, e1, e2), want: snapshot.ErrCorrupt, wantOff: end},

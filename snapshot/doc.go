@@ -1,5 +1,6 @@
 // Package snapshot writes and reads kv's snapshot file: the whole map at
-// one revision, and the number of the highest WAL segment it covers.
+// one revision, the live leases and the keys bound to each (WriteLeases,
+// ReadLeases), and the number of the highest WAL segment it covers.
 //
 // # Guarantees
 //

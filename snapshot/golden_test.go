@@ -29,6 +29,13 @@ var (
 		entry("beta", "", 7, 40, 5),
 		entry("k\x00\xff", "hello, world", 12, 42, 2),
 	}
+	// The golden snapshot with leases: the same, with two leases, one
+	// binding two of the keys, the other none.
+	goldenLeases = []record.Lease{
+		{ID: 7, TTL: 30e9, Deadline: 1767225600e9, Keys: [][]byte{[]byte("alpha"), []byte("k\x00\xff")}},
+		{ID: 40, TTL: 1e6, Deadline: 1767225601e9},
+	}
+	goldenLeasesMeta = snapshot.Meta{Covered: 3, Revision: 42, Count: 3, Leases: 2}
 )
 
 // testdataFile is a file in testdata/: how it is made, and what decoding
@@ -55,7 +62,12 @@ var testdataFiles = []testdataFile{
 	{
 		name: "snapshot.golden",
 		make: goldenBytes,
-		want: &decoded{goldenMeta, goldenEntries},
+		want: &decoded{Meta: goldenMeta, Entries: goldenEntries},
+	},
+	{
+		name: "leases.golden",
+		make: func(t testing.TB) []byte { return encodeLeases(t, goldenMeta, goldenLeases, goldenEntries) },
+		want: &decoded{Meta: goldenLeasesMeta, Entries: goldenEntries, Leases: goldenLeases},
 	},
 	{
 		name: "empty.golden",
@@ -81,8 +93,8 @@ var testdataFiles = []testdataFile{
 		wantOff: 210,
 	},
 	{
-		name:    "version2.bin",
-		make:    damaged(func(b []byte) []byte { b[6] = 2; return b }),
+		name:    "version3.bin",
+		make:    damaged(func(b []byte) []byte { b[6] = 3; return b }),
 		wantErr: snapshot.ErrVersion,
 		wantOff: 6,
 	},
@@ -325,7 +337,7 @@ func checkDecode(t *testing.T, b []byte) {
 		t.Fatalf("Decode accepted %d entries with meta count %d", len(d.Entries), d.Meta.Count)
 	}
 	var buf bytes.Buffer
-	if err := snapshot.Encode(&buf, d.Meta, slices.Values(d.Entries)); err != nil {
+	if err := snapshot.EncodeLeases(&buf, d.Meta, d.Leases, slices.Values(d.Entries)); err != nil {
 		t.Fatalf("Encode of decoded snapshot: %v", err)
 	}
 	if !bytes.Equal(buf.Bytes(), b) {

@@ -108,17 +108,34 @@ func encode(t testing.TB, meta snapshot.Meta, entries []*record.Entry) []byte {
 	return buf.Bytes()
 }
 
+// encodeLeases returns snapshot.EncodeLeases's bytes.
+func encodeLeases(t testing.TB, meta snapshot.Meta, leases []record.Lease, entries []*record.Entry) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := snapshot.EncodeLeases(&buf, meta, leases, slices.Values(entries)); err != nil {
+		t.Fatalf("EncodeLeases: %v", err)
+	}
+	return buf.Bytes()
+}
+
 // decoded is everything a decoder streamed back.
 type decoded struct {
 	Meta    snapshot.Meta
 	Entries []*record.Entry
+	Leases  []record.Lease
 }
 
-// decode runs snapshot.Decode and collects what it streams.
+// decode runs snapshot.DecodeLeases and collects what it streams.
 func decode(b []byte) (decoded, error) {
 	var d decoded
-	err := snapshot.Decode(b, func(m snapshot.Meta) error {
+	err := snapshot.DecodeLeases(b, func(m snapshot.Meta) error {
 		d.Meta = m
+		return nil
+	}, func(le *record.Lease) error {
+		if len(d.Entries) > 0 {
+			return errors.New("a lease streamed after an entry")
+		}
+		d.Leases = append(d.Leases, *le)
 		return nil
 	}, func(e *record.Entry) error {
 		c := *e // lent for the call
@@ -129,11 +146,14 @@ func decode(b []byte) (decoded, error) {
 	return d, err
 }
 
-// read runs snapshot.Read on dir and collects what it streams.
+// read runs snapshot.ReadLeases on dir and collects what it streams.
 func read(fsys vfs.FS, dir string) (decoded, error) {
 	var d decoded
-	err := snapshot.Read(fsys, dir, func(m snapshot.Meta) error {
+	err := snapshot.ReadLeases(fsys, dir, func(m snapshot.Meta) error {
 		d.Meta = m
+		return nil
+	}, func(le *record.Lease) error {
+		d.Leases = append(d.Leases, *le)
 		return nil
 	}, func(e *record.Entry) error {
 		c := *e // lent for the call

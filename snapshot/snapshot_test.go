@@ -136,10 +136,10 @@ func TestWriteIsDurable(t *testing.T) {
 		wantErr error
 		want    decoded // after a power loss right after Write
 	}{
-		{name: "first", want: decoded{meta, entries}},
-		{name: "replace", old: true, want: decoded{meta, entries}},
+		{name: "first", want: decoded{Meta: meta, Entries: entries}},
+		{name: "replace", old: true, want: decoded{Meta: meta, Entries: entries}},
 		{name: "bug: skip directory sync, first", bug: variant.NoDirSync, wantErr: fs.ErrNotExist},
-		{name: "bug: skip directory sync, replace", bug: variant.NoDirSync, old: true, want: decoded{snapshot.Meta{Covered: 1, Revision: 1, Count: 1}, []*record.Entry{entry("old", "", 1, 1, 1)}}},
+		{name: "bug: skip directory sync, replace", bug: variant.NoDirSync, old: true, want: decoded{Meta: snapshot.Meta{Covered: 1, Revision: 1, Count: 1}, Entries: []*record.Entry{entry("old", "", 1, 1, 1)}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -210,7 +210,7 @@ func TestWriteCountMismatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(decoded{oldMeta, old}, got); diff != "" {
+	if diff := cmp.Diff(decoded{Meta: oldMeta, Entries: old}, got); diff != "" {
 		t.Errorf("snapshot after a failed Write (-want +got):\n%s", diff)
 	}
 }
@@ -268,7 +268,7 @@ func TestReadMeta(t *testing.T) {
 		{name: "damaged entry", file: damagedEntry, want: meta},
 		{name: "damaged meta", file: damagedMeta, wantErr: snapshot.ErrCorrupt, wantOff: 8},
 		{name: "meta cut short", file: good[:starts[1]-1], wantErr: snapshot.ErrCorrupt, wantOff: 8},
-		{name: "bad version", file: append(specHeader(2), good[8:]...), wantErr: snapshot.ErrVersion, wantOff: 6},
+		{name: "bad version", file: append(specHeader(3), good[8:]...), wantErr: snapshot.ErrVersion, wantOff: 6},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
