@@ -113,6 +113,16 @@ func (l *Leases) Deadline(id LeaseID) (int64, bool) {
 	return s.deadline, true
 }
 
+// Info returns the TTL and the deadline of lease id, and false when it
+// is not live.
+func (l *Leases) Info(id LeaseID) (ttl, deadline int64, ok bool) {
+	s, ok := l.byID[id]
+	if !ok {
+		return 0, 0, false
+	}
+	return s.ttl, s.deadline, true
+}
+
 // Get returns lease id with its keys, copied, and false when it is not
 // live.
 func (l *Leases) Get(id LeaseID) (Lease, bool) {

@@ -54,6 +54,9 @@ type Report struct {
 	Keys     int
 	Bytes    int64
 	Revision record.Revision
+	// Leases is the number of live leases recovery would load, and Bound
+	// the keys bound to them; set only when nothing is corrupt.
+	Leases, Bound int
 }
 
 // Clean reports whether recovery would succeed: no problem is corruption.
@@ -93,9 +96,10 @@ var errUnclean = errors.New("recovery: problems found")
 
 func checkOnce(fsys vfs.FS, dir string) (*Report, error) {
 	rep := &Report{Dir: dir}
-	m := record.NewMap()
-	err := snapshot.Read(fsys, dir,
+	m, leases := record.NewMap(), record.NewLeases()
+	err := snapshot.ReadLeases(fsys, dir,
 		func(meta snapshot.Meta) error { rep.Snapshot = meta; return nil },
+		func(le *record.Lease) error { return leases.Load(le) },
 		func(e *record.Entry) error { m.Load(e); return nil })
 	switch {
 	case err == nil:
@@ -149,7 +153,14 @@ func checkOnce(fsys vfs.FS, dir string) (*Report, error) {
 			if err := nextRevision(file, r.Offset, &rec, m.Revision()); err != nil {
 				return err
 			}
-			if err := m.Apply(&rec); err != nil {
+			err = leases.Check(&rec)
+			if err == nil {
+				err = m.Apply(&rec)
+			}
+			if err == nil {
+				err = leases.Apply(&rec)
+			}
+			if err != nil {
 				return &wal.CorruptError{Err: record.ErrCorrupt, File: file, Offset: r.Offset,
 					Reason: fmt.Sprintf("record %d cannot be applied: %v", rec.Revision, err)}
 			}
@@ -173,6 +184,7 @@ func checkOnce(fsys vfs.FS, dir string) (*Report, error) {
 	}
 	if rep.Clean() {
 		rep.Keys, rep.Bytes, rep.Revision = m.Len(), m.Bytes(), m.Revision()
+		rep.Leases, rep.Bound = leases.Len(), leases.Bound()
 	}
 	return rep, nil
 }

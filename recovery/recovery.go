@@ -44,6 +44,9 @@ type Options struct {
 type Result struct {
 	// Map is the recovered state.
 	Map *record.Map
+	// Leases are the recovered leases and the keys bound to them, each
+	// with its deadline as logged (see FORMAT.md, "Leases").
+	Leases *record.Leases
 	// Writer appends to the newest segment; nil when ReadOnly. The caller
 	// owns it and must Close it.
 	Writer *wal.Writer
@@ -107,7 +110,7 @@ func recoverOnce(fsys vfs.FS, dir string, opts Options) (*Result, error) {
 	}
 	bug := variant.Of(fsys)
 	lax := bug == variant.DoubleApply
-	res := &Result{Map: record.NewMap()}
+	res := &Result{Map: record.NewMap(), Leases: record.NewLeases()}
 	m := res.Map
 	// Loading and replaying need point lookups only: the ordered tree is
 	// built once, at the end, with the keys in order.
@@ -136,7 +139,7 @@ func recoverOnce(fsys vfs.FS, dir string, opts Options) (*Result, error) {
 	}
 
 	// 2. Load the snapshot, if any, verifying it whole.
-	err = snapshot.Read(fsys, dir,
+	err = snapshot.ReadLeases(fsys, dir,
 		func(meta snapshot.Meta) error {
 			res.Snapshot = meta
 			// Size the index for the entries, but never past what the
@@ -147,6 +150,7 @@ func recoverOnce(fsys vfs.FS, dir string, opts Options) (*Result, error) {
 			}
 			return nil
 		},
+		func(le *record.Lease) error { return res.Leases.Load(le) },
 		func(e *record.Entry) error { m.Load(e); return nil })
 	switch {
 	case err == nil:
@@ -156,6 +160,7 @@ func recoverOnce(fsys vfs.FS, dir string, opts Options) (*Result, error) {
 		m = record.NewMap()
 		m.Defer()
 		res.Map = m
+		res.Leases = record.NewLeases()
 	default:
 		return nil, err
 	}
@@ -186,7 +191,7 @@ func recoverOnce(fsys vfs.FS, dir string, opts Options) (*Result, error) {
 	// may end in a torn tail.
 	rd := &wal.Reader{FS: fsys, Dir: dir, MaxRecordSize: opts.WAL.MaxRecordSize}
 	var last wal.SegmentInfo
-	rp := &replayer{m: m, lax: lax, rev: m.Revision()}
+	rp := &replayer{m: m, leases: res.Leases, lax: lax, rev: m.Revision()}
 	for i, s := range live {
 		newest := i == len(live)-1
 		file := wal.SegmentPath(dir, s)
@@ -331,7 +336,7 @@ func checkpoint(fsys vfs.FS, dir string, opts Options, res *Result, last wal.Seg
 	}
 	// 6c and 6d, as a running store's checkpoint does them.
 	meta := snapshot.Meta{Covered: last.Segment, Revision: res.Map.Revision(), Count: uint64(res.Map.Len())}
-	res.Deleted, err = WriteCheckpoint(fsys, dir, meta, res.Map.All(nil, nil), res.Snapshot.Covered+1)
+	res.Deleted, err = WriteCheckpointLeases(fsys, dir, meta, res.Leases.All(), res.Map.All(nil, nil), res.Snapshot.Covered+1)
 	if err != nil {
 		w.Close()
 		return err
@@ -352,6 +357,13 @@ func checkpoint(fsys vfs.FS, dir string, opts Options, res *Result, last wal.Seg
 // and what is left is deleted by the next recovery (step 5). Recovery's
 // checkpoint and the store's background checkpoint both call it.
 func WriteCheckpoint(fsys vfs.FS, dir string, meta snapshot.Meta, entries iter.Seq[*record.Entry], first wal.SegmentNum) ([]wal.SegmentNum, error) {
+	return WriteCheckpointLeases(fsys, dir, meta, nil, entries, first)
+}
+
+// WriteCheckpointLeases is WriteCheckpoint of a snapshot that holds the
+// live leases too (snapshot.WriteLeases): in ascending id order, each
+// with the keys bound to it, every one of them among entries.
+func WriteCheckpointLeases(fsys vfs.FS, dir string, meta snapshot.Meta, leases []record.Lease, entries iter.Seq[*record.Entry], first wal.SegmentNum) ([]wal.SegmentNum, error) {
 	bug := variant.Of(fsys)
 	covered := meta.Covered
 	if bug == variant.DoubleApply {
@@ -379,7 +391,7 @@ func WriteCheckpoint(fsys vfs.FS, dir string, meta snapshot.Meta, entries iter.S
 			return deleted, err
 		}
 	}
-	if err := snapshot.Write(fsys, dir, meta, entries); err != nil {
+	if err := snapshot.WriteLeases(fsys, dir, meta, leases, entries); err != nil {
 		return deleted, err
 	}
 	if bug == variant.UnlinkEarly {
@@ -421,6 +433,7 @@ func logSummary(log *slog.Logger, dir string, res *Result) {
 // checked (decoded, its revision the next) when read, and applied later.
 type replayer struct {
 	m       *record.Map
+	leases  *record.Leases
 	lax     bool            // the double-apply variant: revisions are not checked
 	rev     record.Revision // of the last record read
 	ring    [replayAhead]pendingRecord
@@ -498,7 +511,16 @@ func (r *replayer) apply(file string, off int64, rec *record.Record) error {
 	if r.failed != nil {
 		return r.failed
 	}
-	if err := r.m.Apply(rec); err != nil {
+	// The lease rules first: a record that breaks one is refused before
+	// the map takes it.
+	err := r.leases.Check(rec)
+	if err == nil {
+		err = r.m.Apply(rec)
+	}
+	if err == nil {
+		err = r.leases.Apply(rec)
+	}
+	if err != nil {
 		r.failed = &wal.CorruptError{Err: record.ErrCorrupt, File: file, Offset: off,
 			Reason: fmt.Sprintf("record %d cannot be applied: %v", rec.Revision, err)}
 		return r.failed
