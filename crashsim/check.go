@@ -35,6 +35,10 @@ type Workload struct {
 	// numbered from 1: fenced writes and compares among them, whose
 	// outcomes the checker works out itself (see reference).
 	Txns []kv.Txn
+	// Leases, when set instead, are the steps of a leases workload
+	// (leases.go), numbered from 1, each committing the records the
+	// checker's lease model works out.
+	Leases []LeaseStep
 }
 
 // txns returns the workload's operations as transactions: a plain
@@ -230,6 +234,12 @@ func Check(w Workload, cfg Config) (*Report, error) {
 	c.want, c.rev0 = base.dump, base.rev
 	if txns := w.txns(); txns != nil {
 		ref, err := newReference(base, txns)
+		if err != nil {
+			return nil, err
+		}
+		c.ref = ref
+	} else if w.Leases != nil {
+		ref, err := newLeaseReference(base, w.Leases)
 		if err != nil {
 			return nil, err
 		}
@@ -583,7 +593,14 @@ func describeState(s State) string {
 // has no operations commit nothing), and the map after each record.
 type reference struct {
 	ops  []refOp
-	hist *opmodel.History // the map after each record
+	hist refHistory // the map after each record
+}
+
+// refHistory is the map after each record of a reference: an
+// opmodel.History, or a leases workload's leaseHistory.
+type refHistory interface {
+	Dump(k int) string // after the first k records
+	Records() int
 }
 
 // refOp is one operation's outcome.
@@ -598,16 +615,17 @@ func newReference(base outcome, txns []kv.Txn) (*reference, error) {
 	if err != nil {
 		return nil, err
 	}
-	ref := &reference{hist: opmodel.NewHistory(baseMap, base.rev)}
+	h := opmodel.NewHistory(baseMap, base.rev)
+	ref := &reference{hist: h}
 	for i := range txns {
 		t := &txns[i]
-		op := refOp{committed: ref.hist.Records()}
-		ops, why := evaluate(ref.hist, t)
+		op := refOp{committed: h.Records()}
+		ops, why := evaluate(h, t)
 		if why == "" && len(ops) > 0 {
-			if err := ref.hist.Commit(ops); err != nil {
+			if err := h.Commit(ops); err != nil {
 				why = err.Error()
 			} else {
-				op.commits, op.committed = true, ref.hist.Records()
+				op.commits, op.committed = true, h.Records()
 			}
 		} else if why == "" {
 			why = "the branch taken has no operations"

@@ -66,6 +66,8 @@ var bugCases = []struct {
 	{variant.TrustTmp, "recovery", Process, false, "create snapshot.tmp", "corrupt snapshot"},
 	{variant.TornAsCorrupt, "torn-recovery", Process, false, "create log.000002", "corrupt log: /data/log.000001 at offset"},
 	{variant.TornAsCorrupt, "writes", Machine, true, "create log.", "corrupt log"},
+	{variant.LeaseGrace, "leases", Process, false, "write", `instead of "ttl 4s deadline t0+5`},
+	{variant.LeaseGrace, "leases", Machine, false, "write", `instead of "ttl 4s deadline t0+5`},
 }
 
 // TestSimBugsCaught: each bug variant gives bad states in the model where

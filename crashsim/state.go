@@ -67,6 +67,7 @@ func dump(s *kv.Store) string {
 	for e := range s.Scan(nil, nil) {
 		b.WriteString(opmodel.DumpLine(e.Key, e.Value))
 	}
+	b.WriteString(dumpLeases(s)) // nothing when no lease is live
 	return b.String()
 }
 

@@ -250,6 +250,7 @@ func Workloads(n int, seed uint64) ([]Workload, error) {
 	writes := randomOps(n, seed)
 	values := valueOps(max(n/3, 12), seed)
 	fences := fenceTxns(n, seed)
+	leases := leaseSteps(max(n/2, 20), seed)
 	tornOps := randomOps(max(n/5, 10), seed+1)
 	written, err := prepare(randomOps(20, seed+2), smallOptions)
 	if err != nil {
@@ -276,12 +277,14 @@ func Workloads(n int, seed uint64) ([]Workload, error) {
 			Dir: dataDir, Initial: State{}, Options: neverOptions, Program: neverProgram(writes), Ops: writes},
 		{Name: "fences", Doc: fmt.Sprintf("%d transactions in waves: a lock taken, lost and retaken, fenced writes with current and stale tokens, compares with Else, and reads as promises", len(fences)),
 			Dir: dataDir, Initial: State{}, Options: smallOptions, Program: txnProgram(fences, seed), Txns: fences},
+		{Name: "leases", Doc: fmt.Sprintf("%d steps on a clock moved by hand: leases granted, keys bound, renewed, revoked, expired by the store's timer, at a write and at a reopen after a restart, and operations on ended leases refused", len(leases)),
+			Dir: dataDir, Initial: State{}, Options: leaseOptions, Program: leaseProgram(leases), Leases: leases},
 	}, nil
 }
 
 // WorkloadNames lists the workloads Workloads returns.
 func WorkloadNames() []string {
-	return []string{"recovery", "torn-recovery", "torn-writes", "writes", "checkpoint", "values", "never", "fences"}
+	return []string{"recovery", "torn-recovery", "torn-writes", "writes", "checkpoint", "values", "never", "fences", "leases"}
 }
 
 // valueOptions give the values workload segments that hold a few of its

@@ -35,6 +35,7 @@ func (c *committer) startCheckpoint() {
 	c.synced() // the seal's sync made every record before it durable
 	c.mu.Lock()
 	view := c.m.Clone()
+	leases := c.shared.leases.Clone() // the leases of the same revision
 	c.mu.Unlock()
 	c.sinceSnap = 0
 	prev := c.covered
@@ -45,7 +46,7 @@ func (c *committer) startCheckpoint() {
 		// The snapshot first, durable, then the covered segments: the
 		// protocol recovery's checkpoint follows too.
 		meta := snapshot.Meta{Covered: sealed, Revision: view.Revision(), Count: uint64(view.Len())}
-		_, err := recovery.WriteCheckpoint(c.fs, c.dir, meta, view.All(nil, nil), prev+1)
+		_, err := recovery.WriteCheckpointLeases(c.fs, c.dir, meta, leases.All(), view.All(nil, nil), prev+1)
 		var size int64
 		if err == nil {
 			// For Stats only: a failed stat leaves the bytes uncounted,

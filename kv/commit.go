@@ -124,6 +124,7 @@ func (c *committer) applyLocked(changes []staged, rev Revision) {
 		c.m.LoadLater(ch.e)
 	}
 	c.m.SetRevision(rev)
+	c.applyLeases()
 }
 
 // appendLog writes a group's records with one write.

@@ -56,6 +56,16 @@ type shared struct {
 	// watchers read (see history).
 	hist *history
 
+	// leases is the visible lease table, changed with m under mu (see
+	// lease_commit.go); clock is the time its deadlines are read against.
+	// expired remembers the leases the committer ended at their
+	// deadline, for errors (see LeaseError).
+	leases       *record.Leases
+	clock        Clock
+	endedMu      sync.Mutex
+	expired      map[LeaseID]int64
+	expiredOrder []LeaseID
+
 	// The hand-off. A writer counts itself in writers, queues its
 	// request on reqs and waits; leave counts it out and, while the
 	// committer waits for writers to come back (gathering), nudges it.
@@ -108,18 +118,31 @@ type committer struct {
 	// ckptAtStart asks the committer to checkpoint what recovery
 	// replayed as soon as it starts.
 	ckptAtStart bool
+	// evalLeases is the committer's lease table, ahead of the visible
+	// one by the group being formed; expiry fires at expiryAt, the
+	// earliest deadline (see lease_commit.go).
+	evalLeases *record.Leases
+	expiry     <-chan time.Time
+	expiryAt   int64
 }
 
 // newCommitter returns a committer that appends to w (nil for a
 // committer that only evaluates, as in tests) after the map in sh.
 func newCommitter(sh *shared, fsys vfs.FS, dir string, log *slog.Logger, opts Options, w *wal.Writer) *committer {
+	if sh.leases == nil {
+		sh.leases = record.NewLeases()
+	}
+	if sh.clock == nil {
+		sh.clock = opts.clock()
+	}
 	return &committer{
 		shared: sh, fs: fsys, dir: dir, log: log, opts: opts, w: w,
 		ctl: make(chan func()), quit: make(chan struct{}), done: make(chan struct{}),
 		flush:     make(chan struct{}, 1),
 		gatherGap: gatherGap, gatherWait: gatherWait,
-		overlay: map[string]*record.Entry{},
-		lastRev: sh.m.Revision(),
+		overlay:    map[string]*record.Entry{},
+		lastRev:    sh.m.Revision(),
+		evalLeases: sh.leases.Clone(),
 	}
 }
 
@@ -151,12 +174,16 @@ func (c *committer) run() {
 	idle.Stop()
 	defer idle.Stop()
 	for {
+		c.armExpiry()
 		select {
 		case r := <-c.reqs:
 			c.begin()
 			c.take(r)
 			c.gather()
 			c.commit()
+			idle.Reset(markDelay)
+		case <-c.expiry:
+			c.expire()
 			idle.Reset(markDelay)
 		case <-idle.C:
 			if c.failed.Load() == nil {
@@ -193,6 +220,10 @@ func (c *committer) run() {
 				}
 				break
 			}
+			// A deadline that passed before Close is committed by it: a
+			// short-lived writer (kv DIR dump) leaves no lease behind
+			// that its clock saw end.
+			c.expire()
 			if c.ckpt != nil {
 				c.checkpointDone(<-c.ckpt)
 			}

@@ -32,6 +32,18 @@
 // One process at a time may have a directory open for writing: Open takes
 // an flock on DIR/LOCK and fails with ErrLocked naming the holder's pid.
 //
+// # Leases
+//
+// A lease (Grant) is a wall-clock deadline that keys are bound to
+// (PutLease, or Op.WithLease in a transaction); KeepAlive moves it on,
+// Revoke ends it early. Deadlines are logged and absolute: a restart moves
+// none (FORMAT.md, "Leases"). From the deadline on no read returns the
+// lease's keys, in the writer or in a read-only reader; the writer
+// commits the expiry, one record deleting them, as soon as its clock
+// reaches the deadline and before it evaluates any later write. Only an
+// open writer commits: a deadline that passes while no process has the
+// store open is committed by the next Open, before any write.
+//
 // # Usage
 //
 //	s, err := kv.Open("data", nil)
@@ -42,6 +54,9 @@
 //	n, _, err := s.Add([]byte("counter"), 1)
 //	res, err := s.Txn(kv.Txn{If: []kv.Compare{kv.Absent(k)}, Then: []kv.Op{kv.PutOp(k, v)}})
 //	_, err = s.Fenced(kv.Fence{Key: lockKey, Token: token}).Put(k, v)
+//	id, err := s.Grant(30 * time.Second) // a lease
+//	_, err = s.PutLease(k, v, id)        // k is deleted when the lease ends
+//	go s.KeepAliveLoop(ctx, id)          // renews it until ctx ends
 //
 // The whole map lives in memory: pick kv for small-to-medium state (up to
 // a few million keys, a few GiB), not as an out-of-core database. A key

@@ -16,6 +16,9 @@ type group struct {
 	rev     Revision
 	offsets []int // where each logged request's record starts in committer.buf
 	failed  bool  // the store had failed when the group began
+	// leaseRecs are the group's records that touch leases, for the
+	// visible lease table (see lease_commit.go).
+	leaseRecs []record.Record
 }
 
 // staged is one key's new state in a group being committed.
@@ -126,8 +129,15 @@ func (c *committer) begin() {
 // entries it makes, and its record.
 func (c *committer) take(r *request) {
 	g := &c.g
+	if !g.failed && !r.internal {
+		c.expireDue() // leases whose deadline passed end first
+	}
 	g.reqs = append(g.reqs, r)
 	if g.failed {
+		return
+	}
+	if r.lease != nil {
+		c.takeLease(r)
 		return
 	}
 	// The keys' index slots are far apart in a big map: ask for them all
@@ -180,6 +190,10 @@ func (c *committer) take(r *request) {
 		// The next revision would not fit in the int64 that compares
 		// use, and a recovery would refuse the record: commit nothing.
 		r.err = fmt.Errorf("%w (revision %d)", ErrRevisionsExhausted, g.rev)
+		return
+	}
+	if err := c.checkOpLeases(ops); err != nil {
+		r.err = err
 		return
 	}
 	// Compute the new entries; a failing op fails the whole
@@ -242,6 +256,7 @@ func (c *committer) take(r *request) {
 	}
 	g.offsets = append(g.offsets, len(c.buf))
 	c.buf = record.Append(c.buf, &rec)
+	c.noteLeases(&rec)
 }
 
 // mapApplyError turns the record package's error for op, whose key held

@@ -116,6 +116,9 @@ type Options struct {
 	// Logger receives the few events worth logging: the recovery summary,
 	// checkpoints, a fail-stop. nil discards them.
 	Logger *slog.Logger
+	// Clock is the time that lease deadlines are set by and read against
+	// (see Grant); nil means the system's wall clock.
+	Clock Clock
 }
 
 // preallocStep is how far ahead of the writer log space is reserved, at
@@ -183,6 +186,13 @@ func (o *Options) walOptions() wal.Options {
 		}
 	}
 	return w
+}
+
+func (o *Options) clock() Clock {
+	if o.Clock == nil {
+		return systemClock{}
+	}
+	return o.Clock
 }
 
 func (o *Options) logger() *slog.Logger {

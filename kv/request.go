@@ -20,6 +20,11 @@ type request struct {
 	done   chan struct{}
 	pooled bool
 	one    [1]Op // the operation of a plain write
+	// lease, when set, makes this a lease operation (lease.go), with an
+	// empty txn; internal marks one the committer made itself (an
+	// expiry), which no writer waits for.
+	lease    *leaseReq
+	internal bool
 }
 
 // requests recycles the requests of the writes that wait for their
@@ -123,6 +128,9 @@ func (s *Store) check(r *request) error {
 					return fmt.Errorf("%w: value of %d bytes, limit %d", ErrTooLarge, len(op.Value), maxV)
 				}
 			case record.KindDelete, record.KindAdd:
+				if op.Lease != 0 {
+					return fmt.Errorf("%w: a %s on a lease: only a put binds a key to a lease", ErrInvalid, op.Kind)
+				}
 			default:
 				return fmt.Errorf("%w: unknown operation kind %d", ErrInvalid, op.Kind)
 			}

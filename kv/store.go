@@ -87,9 +87,10 @@ func OpenContext(ctx context.Context, dir string, opts *Options) (*Store, error)
 		return nil, err
 	}
 	s.recovery = *res
-	s.recovery.Map, s.recovery.Writer = nil, nil
+	s.recovery.Map, s.recovery.Writer, s.recovery.Leases = nil, nil, nil
+	leaseGrace(s.fs, res.Leases, o.clock())
 	s.shared = &shared{m: res.Map, reqs: make(chan *request, 1024), nudge: make(chan struct{}, 1),
-		hist: newHistory(res.Map.Revision(), o.watchHistoryBytes()), metrics: newMetrics()}
+		hist: newHistory(res.Map.Revision(), o.watchHistoryBytes()), metrics: newMetrics(), leases: res.Leases, clock: o.clock()}
 	if o.ReadOnly {
 		return s, nil
 	}
@@ -225,6 +226,9 @@ func (s *Store) Get(key []byte) (Entry, error) {
 	}
 	s.mu.RLock()
 	e, ok := s.m.Lookup(key)
+	if ok && s.leases.Len() > 0 && s.hidden(key) {
+		ok = false // its lease's deadline has passed
+	}
 	s.mu.RUnlock()
 	if !ok {
 		return Entry{}, ErrNotFound
@@ -313,8 +317,14 @@ func (s *Store) ScanErr(start, end []byte) iter.Seq2[Entry, error] {
 		// the write lock, for as long as a pointer copy takes.
 		s.mu.Lock()
 		view := s.m.Clone()
+		hide := s.dueKeys() // keys whose lease's deadline has passed
 		s.mu.Unlock()
 		for e := range view.All(start, end) {
+			if hide != nil {
+				if _, ok := hide[string(e.Key)]; ok {
+					continue
+				}
+			}
 			if !yield(*e, nil) {
 				return
 			}

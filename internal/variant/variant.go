@@ -51,12 +51,18 @@ const (
 	// failed fdatasync the kernel may have dropped the dirty pages, so the
 	// retry "succeeds" without them and acknowledged writes are lost.
 	RetrySync Bug = "retry-fsync"
+	// LeaseGrace gives every lease a fresh TTL when the store opens (its
+	// deadline becomes the open's time plus its TTL, in memory, as
+	// etcd's new leader does), instead of keeping the deadline the log
+	// holds: a restart moves deadlines, and keys outlive the deadline
+	// their holder was last given.
+	LeaseGrace Bug = "lease-grace"
 )
 
 // All lists the variants, in the order the README's table gives them.
 func All() []Bug {
 	return []Bug{DoubleApply, NoSync, AckBeforeSync, NoDirSync, RenameBeforeFsync,
-		UnlinkEarly, TrustTmp, TornAsCorrupt, RetrySync}
+		UnlinkEarly, TrustTmp, TornAsCorrupt, RetrySync, LeaseGrace}
 }
 
 // Parse returns the variant named s; "" and "none" mean None. A
