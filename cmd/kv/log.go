@@ -42,6 +42,7 @@ type jsonOp struct {
 	Key   string `json:"key"`
 	Value string `json:"value,omitempty"`
 	Delta int64  `json:"delta,omitempty"`
+	Lease uint64 `json:"lease,omitempty"`
 }
 
 type jsonRecord struct {
@@ -52,6 +53,7 @@ type jsonRecord struct {
 	Succeeded bool     `json:"succeeded,omitempty"`
 	Compares  int      `json:"compares,omitempty"`
 	Ops       []jsonOp `json:"ops,omitempty"`
+	Lease     *jsonLC  `json:"lease,omitempty"`
 	Error     string   `json:"error,omitempty"`
 }
 
@@ -72,8 +74,9 @@ func printLog(w io.Writer, dir string, asJSON bool) error {
 			} else {
 				jr.Revision, jr.Txn, jr.Succeeded, jr.Compares = uint64(rec.Revision), rec.Txn, rec.Succeeded, len(rec.Compares)
 				for _, op := range rec.Ops {
-					jr.Ops = append(jr.Ops, jsonOp{Op: op.Kind.String(), Key: string(op.Key), Value: string(op.Value), Delta: op.Delta})
+					jr.Ops = append(jr.Ops, jsonOp{Op: op.Kind.String(), Key: string(op.Key), Value: string(op.Value), Delta: op.Delta, Lease: uint64(op.Lease)})
 				}
+				jr.Lease = jsonLeaseChange(&rec.Lease)
 			}
 			if asJSON {
 				return enc.Encode(jr)
@@ -102,11 +105,17 @@ func describeRecord(rec record.Record, err error) string {
 		switch op.Kind {
 		case record.KindPut:
 			ops[i] = fmt.Sprintf("put %s %s", opmodel.Show(op.Key), opmodel.Show(op.Value))
+			if op.Lease != 0 {
+				ops[i] += fmt.Sprintf(" lease %d", op.Lease)
+			}
 		case record.KindDelete:
 			ops[i] = fmt.Sprintf("del %s", opmodel.Show(op.Key))
 		case record.KindAdd:
 			ops[i] = fmt.Sprintf("add %s %d", opmodel.Show(op.Key), op.Delta)
 		}
+	}
+	if rec.Lease.Action != 0 {
+		return fmt.Sprintf("rev %d  %s", rec.Revision, describeLease(&rec.Lease, ops))
 	}
 	if rec.Txn {
 		branch := "then"

@@ -156,7 +156,7 @@ workload, double-apply bug and crash checkers kv follows.`,
 		newDumpCmd(g), newGetCmd(g), newPutCmd(g), newDelCmd(g), newAddCmd(g), newScanCmd(g),
 		newLoadCmd(g), newCheckCmd(g), newLogCmd(g), newStatCmd(g), newCheckpointCmd(g),
 		newRepairCmd(g), newDemoCmd(g), newCrashsimCmd(g),
-		newKilltestCmd(g), newLockCmd(g), newLocksCmd(g), newWatchCmd(g),
+		newKilltestCmd(g), newLockCmd(g), newLocksCmd(g), newWatchCmd(g), newLeaseCmd(g),
 	)
 	// Cobra adds its completion command when it executes; added now, its
 	// argument checks become usage errors with everyone else's.
