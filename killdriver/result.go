@@ -200,8 +200,11 @@ func (r *Result) WriteReport(w io.Writer) {
 		return
 	}
 	what := "recovery"
-	if r.Mode == "writes" {
+	switch r.Mode {
+	case "writes":
 		what = "writer"
+	case "leases":
+		what = "renewer"
 	}
 	fmt.Fprintf(w, "%d of %d kills landed while the %s was still working (%.0f%%)", r.Killed, r.Runs, what, 100*r.KilledShare())
 	if r.Killed > 0 {

@@ -67,10 +67,11 @@ one run had a bad one. The global --segment-size, --checkpoint-bytes and
 variant.`,
 		Example: `  kv killtest recovery
   kv killtest recovery --bug double-apply --expect-bad
-  kv killtest writes --runs 100 --chain 2`,
+  kv killtest writes --runs 100 --chain 2
+  kv killtest leases --runs 20`,
 		Args: args(0, 0),
 	}
-	c.AddCommand(newKilltestRecoveryCmd(g), newKilltestWritesCmd(g))
+	c.AddCommand(newKilltestRecoveryCmd(g), newKilltestWritesCmd(g), newKilltestLeasesCmd(g))
 	return c
 }
 
