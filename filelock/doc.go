@@ -37,7 +37,8 @@
 // # Across hosts: leases
 //
 // On a backend that has leases (lockstore.Leaser: the etcd module's
-// etcdlock, on an etcd cluster) holders are judged by the Lease
+// etcdlock, on an etcd cluster; StoreLeaser, the kv store's own leases
+// in a process that keeps it open) holders are judged by the Lease
 // strategy instead: each Locker keeps a lease of the backend alive, its
 // holders' keys are bound to it, and the backend deletes them when the
 // lease ends (the process died, paused or lost the cluster for the

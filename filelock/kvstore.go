@@ -79,14 +79,11 @@ func (b storeBackend) Txn(_ context.Context, t lockstore.Txn) (lockstore.TxnResu
 		}
 	}
 	for _, op := range t.Then {
-		if op.Lease != 0 {
-			return lockstore.TxnResult{}, fmt.Errorf("%w: the kv store has no leases (lease %d)", ErrInvalid, op.Lease)
+		kop, err := putOp(op) // a put on a lease: see StoreLeaser
+		if err != nil {
+			return lockstore.TxnResult{}, err
 		}
-		if op.Delete {
-			kt.Then = append(kt.Then, kv.DeleteOp([]byte(op.Key)))
-		} else {
-			kt.Then = append(kt.Then, kv.PutOp([]byte(op.Key), op.Value))
-		}
+		kt.Then = append(kt.Then, kop)
 	}
 	if t.Fence != nil {
 		kt.Fence = &kv.Fence{Key: []byte(t.Fence.Key), Token: kv.Revision(t.Fence.Token)}
@@ -97,6 +94,9 @@ func (b storeBackend) Txn(_ context.Context, t lockstore.Txn) (lockstore.TxnResu
 	res, err := b.s.Txn(kt)
 	if errors.Is(err, kv.ErrFenced) {
 		return lockstore.TxnResult{}, fencedErr{err}
+	}
+	if errors.Is(err, kv.ErrLeaseNotFound) {
+		return lockstore.TxnResult{}, leaseEndedErr{err}
 	}
 	return lockstore.TxnResult{Succeeded: res.Succeeded, Revision: int64(res.Revision)}, err
 }
