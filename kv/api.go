@@ -211,11 +211,19 @@ type Stats struct {
 	WatchFellBehind int64
 	HistoryBytes    int64
 	HistoryOldest   Revision
+
+	// Leases: live leases, the keys bound to them, and the expiries the
+	// store committed since open (one per lease that reached its
+	// deadline).
+	Leases        int
+	LeaseKeys     int
+	LeaseExpiries int64
 }
 
 type statCounters struct {
 	records, groups, syncs, bytes atomic.Int64
 	checkpoints, checkpointErrors atomic.Int64
+	leaseExpiries                 atomic.Int64
 }
 
 // Stats returns the store's counters; after Close, the zero Stats (Err
@@ -249,8 +257,12 @@ func (s *Store) Stats() Stats {
 	ws := s.hist.stats()
 	st.Watchers, st.WatchLag, st.WatchFellBehind = ws.watchers, ws.lag, ws.fellBehind
 	st.HistoryBytes, st.HistoryOldest = ws.bytes, ws.oldest
+	st.LeaseExpiries = s.stats.leaseExpiries.Load()
 	s.mu.RLock()
 	st.Keys, st.Revision = s.m.Len(), s.m.Revision()
+	if s.leases != nil {
+		st.Leases, st.LeaseKeys = s.leases.Len(), s.leases.Bound()
+	}
 	s.mu.RUnlock()
 	if s.c != nil {
 		st.Segment = s.c.w.Segment()

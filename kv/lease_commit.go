@@ -127,6 +127,7 @@ func (c *committer) expireDue() {
 	for _, id := range c.evalLeases.Due(now) {
 		_, deadline, _ := c.evalLeases.Info(id)
 		c.rememberExpired(id, deadline)
+		c.stats.leaseExpiries.Add(1)
 		c.take(&request{lease: &leaseReq{action: record.LeaseExpire, id: id}, internal: true, done: make(chan struct{})})
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/kvstore/kv/kv"
 )
@@ -101,5 +102,25 @@ func TestStatsWatchLag(t *testing.T) {
 	if st.Watchers != 0 || st.WatchFellBehind != 1 || st.HistoryOldest <= 2 || st.HistoryBytes > 4096 {
 		t.Errorf("after it fell behind: %d watchers, %d fell behind, oldest %d, %d bytes held",
 			st.Watchers, st.WatchFellBehind, st.HistoryOldest, st.HistoryBytes)
+	}
+}
+
+// TestStatsLeases: live leases and their keys are counted, and an
+// expiry the store commits is counted once per lease.
+func TestStatsLeases(t *testing.T) {
+	defer catch(t)
+	s, _, clk := leaseStore(t)
+	a := must(s.Grant(10 * time.Second))
+	b := must(s.Grant(time.Hour))
+	must(s.PutLease([]byte("a1"), []byte("1"), a))
+	must(s.PutLease([]byte("a2"), []byte("2"), a))
+	must(s.PutLease([]byte("b1"), []byte("3"), b))
+	if st := s.Stats(); st.Leases != 2 || st.LeaseKeys != 3 || st.LeaseExpiries != 0 {
+		t.Errorf("two leases, three keys: %d leases, %d keys, %d expiries", st.Leases, st.LeaseKeys, st.LeaseExpiries)
+	}
+	clk.Advance(11 * time.Second)
+	must(s.Put([]byte("x"), []byte("y"))) // a write commits the due expiry first
+	if st := s.Stats(); st.Leases != 1 || st.LeaseKeys != 1 || st.LeaseExpiries != 1 {
+		t.Errorf("after a's deadline: %d leases, %d keys, %d expiries", st.Leases, st.LeaseKeys, st.LeaseExpiries)
 	}
 }
