@@ -250,6 +250,16 @@ func DecodeLeases(b []byte, meta func(Meta) error, lease func(*record.Lease) err
 	return d.run(meta, lease, entry)
 }
 
+// DecodeReader verifies a snapshot of size bytes read from r, front to
+// back, and streams it back as ReadLeases does; errors name the file
+// name. It reads at most size bytes from r, and all of them when it
+// returns nil, so that a copy taken as r is read (an io.TeeReader) holds
+// exactly the snapshot it verified.
+func DecodeReader(r io.Reader, name string, size int64, meta func(Meta) error, lease func(*record.Lease) error, entry func(*record.Entry) error) error {
+	d := &decoder{name: name, size: size, r: bufio.NewReaderSize(io.LimitReader(r, size), int(min(size+1, 256<<10)))}
+	return d.run(meta, lease, entry)
+}
+
 type byteReader struct{ b []byte }
 
 func (r *byteReader) Read(p []byte) (int, error) {
