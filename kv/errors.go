@@ -3,6 +3,8 @@ package kv
 import (
 	"errors"
 	"fmt"
+
+	"github.com/kvstore/kv/internal/corrupt"
 )
 
 // ErrNotFound is returned by Get, Delete and fenced writes when the key
@@ -68,6 +70,22 @@ var ErrReadOnly = errors.New("kv: store opened read-only")
 // ErrInvalid is returned for a malformed request: an empty key, a
 // transaction without operations, an unknown compare.
 var ErrInvalid = errors.New("kv: invalid argument")
+
+// ErrBackupCorrupt is returned by ReadBackup, DecodeBackup and Restore,
+// in a *CorruptError naming the file and offset, when a backup fails a
+// checksum, is cut short, has bytes after its end, or does not follow
+// the format (FORMAT.md, "Backup"). It matches recovery.IsCorrupt.
+var ErrBackupCorrupt = corrupt.New("kv: corrupt backup")
+
+// ErrBackupVersion is returned, in a *CorruptError naming the file at
+// the version's offset, when a backup names a format version this build
+// does not read. It is not corruption.
+var ErrBackupVersion = errors.New("kv: unsupported backup format version")
+
+// ErrRestoreNotEmpty is returned by Restore when the directory to
+// restore into exists and holds a file: Restore makes new directories
+// only, and never overwrites a store.
+var ErrRestoreNotEmpty = errors.New("kv: restore needs a new or empty directory")
 
 // LockedError is the error Open returns when the directory is locked. It
 // matches ErrLocked.
