@@ -409,6 +409,9 @@ func (c *checker) ackRevision(e vfs.Event) record.Revision {
 // durable is the highest revision promised durable before the crash,
 // lastIssue the highest operation issued.
 func (c *checker) judge(s State, durable record.Revision, lastIssue int) *Bad {
+	if bad := c.judgeBackups(s); bad != nil {
+		return bad
+	}
 	o := c.recoverState(s)
 	if o.err != nil {
 		return &Bad{Reason: "recovery failed: " + o.err.Error()}

@@ -68,6 +68,7 @@ var bugCases = []struct {
 	{variant.TornAsCorrupt, "writes", Machine, true, "create log.", "corrupt log"},
 	{variant.LeaseGrace, "leases", Process, false, "write", `instead of "ttl 4s deadline t0+5`},
 	{variant.LeaseGrace, "leases", Machine, false, "write", `instead of "ttl 4s deadline t0+5`},
+	{variant.BackupLive, "backup", Process, false, "rename backup.", "is not the map at its revision"},
 }
 
 // TestSimBugsCaught: each bug variant gives bad states in the model where

@@ -269,6 +269,8 @@ func Workloads(n int, seed uint64) ([]Workload, error) {
 			Dir: dataDir, Initial: State{}, Options: smallOptions, Program: writesProgram(writes), Ops: writes},
 		{Name: "checkpoint", Doc: fmt.Sprintf("%d writes submitted together, racing background checkpoints", len(writes)),
 			Dir: dataDir, Initial: State{}, Options: smallOptions, Program: pipelinedProgram(writes, seed), Ops: writes},
+		{Name: "backup", Doc: fmt.Sprintf("%d writes in waves racing background checkpoints and online backups into the directory, each backup checked against the map at its revision", len(writes)),
+			Dir: dataDir, Initial: State{}, Options: smallOptions, Program: backupProgram(writes, seed), Ops: writes},
 		{Name: "values", Doc: fmt.Sprintf("%d writes in waves, values of up to 6 KiB holding record frames and runs of zeros", len(values)),
 			Dir: dataDir, Initial: State{}, Options: valueOptions, Program: pipelinedProgram(values, seed), Ops: values},
 		{Name: "torn-writes", Doc: fmt.Sprintf("%d writes, one at a time, into a directory whose newest segment ends torn", len(tornOps)),
@@ -284,7 +286,7 @@ func Workloads(n int, seed uint64) ([]Workload, error) {
 
 // WorkloadNames lists the workloads Workloads returns.
 func WorkloadNames() []string {
-	return []string{"recovery", "torn-recovery", "torn-writes", "writes", "checkpoint", "values", "never", "fences", "leases"}
+	return []string{"recovery", "torn-recovery", "torn-writes", "writes", "checkpoint", "backup", "values", "never", "fences", "leases"}
 }
 
 // valueOptions give the values workload segments that hold a few of its

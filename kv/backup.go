@@ -2,6 +2,7 @@ package kv
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -9,8 +10,10 @@ import (
 	"os"
 	"path"
 	"strconv"
+	"time"
 
 	"github.com/kvstore/kv/internal/corrupt"
+	"github.com/kvstore/kv/internal/variant"
 	"github.com/kvstore/kv/record"
 	"github.com/kvstore/kv/snapshot"
 	"github.com/kvstore/kv/vfs"
@@ -80,9 +83,15 @@ func (s *Store) Backup(w io.Writer) (Revision, error) {
 		return 0, ErrClosed
 	}
 	bw := bufio.NewWriterSize(w, backupBuffer)
-	view := s.view()
-	meta := snapshot.Meta{Revision: view.Revision(), Count: uint64(view.Len())}
-	err := snapshot.Encode(bw, meta, view.All(nil, nil))
+	var meta snapshot.Meta
+	var err error
+	if variant.Of(s.fs) == variant.BackupLive {
+		meta, err = s.backupLive(bw)
+	} else {
+		view := s.view()
+		meta = snapshot.Meta{Revision: view.Revision(), Count: uint64(view.Len())}
+		err = snapshot.Encode(bw, meta, view.All(nil, nil))
+	}
 	if err == nil {
 		err = bw.Flush()
 	}
@@ -90,6 +99,47 @@ func (s *Store) Backup(w io.Writer) (Revision, error) {
 		return 0, fmt.Errorf("kv: backup: %w", err)
 	}
 	return meta.Revision, nil
+}
+
+// backupLive is the BackupLive variant's backup: it reads the live map a
+// key at a time, under the lock for each, instead of a frozen view, and
+// takes the revision when it is done. Writes that land between its reads
+// leave a file whose keys are of several revisions, labelled with the
+// last: a valid file, but not the map at its revision.
+func (s *Store) backupLive(w io.Writer) (snapshot.Meta, error) {
+	var entries []*record.Entry
+	var after []byte
+	for {
+		var next *record.Entry
+		s.mu.Lock()
+		for e := range s.m.All(after, nil) {
+			if after != nil && bytes.Equal(e.Key, after) {
+				continue
+			}
+			c := *e
+			next = &c
+			break
+		}
+		s.mu.Unlock()
+		if next == nil {
+			break
+		}
+		entries = append(entries, next)
+		after = next.Key
+		// A pause, so that the writes a long backup would see land
+		// between the reads of a small map's backup too.
+		time.Sleep(200 * time.Microsecond)
+	}
+	s.mu.RLock()
+	meta := snapshot.Meta{Revision: s.m.Revision(), Count: uint64(len(entries))}
+	s.mu.RUnlock()
+	return meta, snapshot.Encode(w, meta, func(yield func(*record.Entry) bool) {
+		for _, e := range entries {
+			if !yield(e) {
+				return
+			}
+		}
+	})
 }
 
 // Hash returns the digest of the store's map: its revision, its number of

@@ -699,4 +699,14 @@ func TestBackupMidWrite(t *testing.T) {
 	if bad, first := check(t, variant.None); bad > 0 {
 		t.Errorf("%d backups are not the map at their revision; the first: %s", bad, first)
 	}
+	t.Run("backup-live is caught", func(t *testing.T) {
+		if !variant.Enabled {
+			t.Skip("a kvrelease build has no variants")
+		}
+		bad, first := check(t, variant.BackupLive)
+		if bad == 0 {
+			t.Fatal("every backup of the backup-live variant matched the model")
+		}
+		t.Logf("%d bad; the first: %s", bad, first)
+	})
 }

@@ -57,12 +57,18 @@ const (
 	// holds: a restart moves deadlines, and keys outlive the deadline
 	// their holder was last given.
 	LeaseGrace Bug = "lease-grace"
+	// BackupLive makes Store.Backup read the live map a key at a time,
+	// under the lock for each, instead of the copy-on-write view taken at
+	// one revision, and label the file with the revision it finds at the
+	// end: writes that land during the backup leave a valid file that is
+	// not the map at its revision.
+	BackupLive Bug = "backup-live"
 )
 
 // All lists the variants, in the order the README's table gives them.
 func All() []Bug {
 	return []Bug{DoubleApply, NoSync, AckBeforeSync, NoDirSync, RenameBeforeFsync,
-		UnlinkEarly, TrustTmp, TornAsCorrupt, RetrySync, LeaseGrace}
+		UnlinkEarly, TrustTmp, TornAsCorrupt, RetrySync, LeaseGrace, BackupLive}
 }
 
 // Parse returns the variant named s; "" and "none" mean None. A

@@ -1,0 +1,145 @@
+package crashsim
+
+import (
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"strings"
+
+	"github.com/kvstore/kv/internal/opmodel"
+	"github.com/kvstore/kv/kv"
+	"github.com/kvstore/kv/vfs"
+)
+
+// backupPrefix names the backups the backup workload writes into the
+// data directory, where recovery ignores them and the crash models see
+// them: backup.1, backup.2, ..., each published as kv DIR backup FILE
+// publishes one (written to NAME.tmp, synced, renamed, directory synced).
+const backupPrefix = "backup."
+
+// backupProgram is pipelinedProgram with online backups: every third
+// wave, when no backup runs, it starts one on a goroutine of its own
+// while the waves go on, so that writes, group commits and the
+// background checkpoints that the small options start race it. A backup
+// that returned promises its revision durable (a read): it was taken
+// from what the store shows, which under Always is durable. After a
+// failed write it waits for the running backup and reopens the store,
+// as pipelinedProgram does.
+func backupProgram(ops []kv.Op, seed uint64) Program {
+	return func(fsys vfs.FS, dir string, opts kv.Options, rec *vfs.Recorder) error {
+		r, err := openReopener(dir, opts)
+		if err != nil {
+			return err
+		}
+		rng := rand.New(rand.NewPCG(seed, 0xbac))
+		var running chan struct{} // closed when the running backup ends
+		backups := 0
+		start := func(s *kv.Store) {
+			backups++
+			name := fmt.Sprintf("%s%d", backupPrefix, backups)
+			done := make(chan struct{})
+			running = done
+			go func() {
+				defer close(done)
+				var rev kv.Revision
+				err := vfs.Publish(fsys, dir, name, func(w io.Writer) error {
+					var err error
+					rev, err = s.Backup(w)
+					return err
+				})
+				// A backup that failed (a failed sync of its file, under
+				// the fsync-failure model) promises nothing.
+				if err == nil {
+					rec.Read(uint64(rev))
+				}
+			}()
+		}
+		wait := func() {
+			if running != nil {
+				<-running
+			}
+		}
+		type inflight struct {
+			n int
+			p *kv.Pending
+		}
+		for i, wave := 0, 0; i < len(ops); wave++ {
+			if wave%3 == 0 {
+				select {
+				case <-running:
+					running = nil
+				default:
+				}
+				if running == nil {
+					start(r.s)
+				}
+			}
+			n := min(1+rng.IntN(8), len(ops)-i)
+			var ps []inflight
+			for j := 0; j < n; j++ {
+				rec.Issue(i + 1)
+				ps = append(ps, inflight{i + 1, r.s.Submit(ops[i])})
+				i++
+			}
+			var failed error
+			for _, f := range ps {
+				rev, _, err := f.p.Wait()
+				if err != nil {
+					if failed == nil {
+						failed = fmt.Errorf("operation %d: %w", f.n, err)
+					}
+					continue
+				}
+				if failed == nil {
+					rec.AckRev(f.n, uint64(rev))
+				}
+			}
+			if failed != nil {
+				wait()
+				running = nil
+				if i, err = r.reopen(failed); err != nil {
+					r.s.Close()
+					return err
+				}
+			}
+		}
+		wait()
+		return r.s.Close()
+	}
+}
+
+// judgeBackups checks every backup a state holds (a published name, not
+// a .tmp): it must decode, and hold the map after the records up to its
+// revision, by the reference of the crashed program. nil when good.
+func (c *checker) judgeBackups(s State) *Bad {
+	root := c
+	for root.outer != nil {
+		root = root.outer
+	}
+	if root.ref == nil {
+		return nil
+	}
+	for _, name := range s.Names() {
+		if !strings.HasPrefix(name, backupPrefix) || strings.HasSuffix(name, ".tmp") {
+			continue
+		}
+		var b strings.Builder
+		d, err := kv.DecodeBackup(s[name], func(e kv.Entry) error {
+			b.WriteString(opmodel.DumpLine(e.Key, e.Value))
+			return nil
+		})
+		if err != nil {
+			return &Bad{Reason: fmt.Sprintf("%s: %v", name, err)}
+		}
+		m := int(d.Revision) - int(root.rev0)
+		if m < 0 || m > root.ref.hist.Records() {
+			return &Bad{Reason: fmt.Sprintf("%s at revision %d: the program committed revisions %d to %d",
+				name, d.Revision, root.rev0, int(root.rev0)+root.ref.hist.Records())}
+		}
+		if want := root.ref.hist.Dump(m); b.String() != want {
+			return &Bad{Reason: fmt.Sprintf("%s at revision %d is not the map at its revision: %s", name, d.Revision,
+				describe(want, b.String())), Diff: mapDiff(want, b.String())}
+		}
+	}
+	return nil
+}
