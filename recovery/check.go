@@ -49,11 +49,13 @@ type Report struct {
 	SnapshotErr error
 	Segments    []SegmentReport
 	Problems    []Problem
-	// Keys, Bytes and Revision describe the map recovery would build; they
-	// are set only when nothing is corrupt.
+	// Keys, Bytes, Revision and Hash (its content hash, FORMAT.md
+	// "Content hash") describe the map recovery would build; they are set
+	// only when nothing is corrupt.
 	Keys     int
 	Bytes    int64
 	Revision record.Revision
+	Hash     record.Hash
 	// Leases is the number of live leases recovery would load, and Bound
 	// the keys bound to them; set only when nothing is corrupt.
 	Leases, Bound int
@@ -184,6 +186,7 @@ func checkOnce(fsys vfs.FS, dir string) (*Report, error) {
 	}
 	if rep.Clean() {
 		rep.Keys, rep.Bytes, rep.Revision = m.Len(), m.Bytes(), m.Revision()
+		rep.Hash = m.Hash()
 		rep.Leases, rep.Bound = leases.Len(), leases.Bound()
 	}
 	return rep, nil

@@ -157,6 +157,7 @@ workload, double-apply bug and crash checkers kv follows.`,
 		newLoadCmd(g), newCheckCmd(g), newLogCmd(g), newStatCmd(g), newCheckpointCmd(g),
 		newRepairCmd(g), newDemoCmd(g), newCrashsimCmd(g),
 		newKilltestCmd(g), newLockCmd(g), newLocksCmd(g), newWatchCmd(g), newLeaseCmd(g),
+		newBackupCmd(g), newRestoreCmd(g), newVerifyCmd(g),
 	)
 	// Cobra adds its completion command when it executes; added now, its
 	// argument checks become usage errors with everyone else's.

@@ -16,8 +16,11 @@ func newStatCmd(g *globalOpts) *cobra.Command {
 		Use:   "stat DIR",
 		Short: "Describe the segments, the snapshot and the map",
 		Long: `stat lists the log segments with their sizes and record counts, the
-snapshot with the segment it covers and its revision, and the number of
-keys and their bytes. Like check, it writes nothing.`,
+snapshot with the segment it covers and its revision, and the map
+recovery would build: its number of keys and their bytes, its revision
+and its content hash (SHA-256 of every key's value, revisions and
+version, FORMAT.md "Content hash"), which two copies of a store share
+exactly when they hold the same map. Like check, it writes nothing.`,
 		Example: `  kv data stat
   kv data stat --json`,
 		Args: args(1, 1),
@@ -56,7 +59,7 @@ keys and their bytes. Like check, it writes nothing.`,
 				fmt.Fprintf(w, "log.%s  %d bytes  %d records%s  %s\n", s.Segment, s.Size, s.Records, revs, state)
 			}
 			if rep.Clean() {
-				fmt.Fprintf(w, "map       %d keys  %d bytes  revision %d\n", rep.Keys, rep.Bytes, rep.Revision)
+				fmt.Fprintf(w, "map       %d keys  %d bytes  revision %d  hash %s\n", rep.Keys, rep.Bytes, rep.Revision, rep.Hash)
 			}
 			return nil
 		},
@@ -89,8 +92,12 @@ func statJSON(rep *recovery.Report) any {
 		Keys     int    `json:"keys"`
 		Bytes    int64  `json:"bytes"`
 		Revision uint64 `json:"revision"`
+		Hash     string `json:"hash,omitempty"`
 		Clean    bool   `json:"clean"`
 	}{Segments: []seg{}, Keys: rep.Keys, Bytes: rep.Bytes, Revision: uint64(rep.Revision), Clean: rep.Clean()}
+	if rep.Clean() {
+		out.Hash = rep.Hash.String()
+	}
 	if rep.HasSnapshot {
 		out.Snapshot = &snap{Covered: "log." + rep.Snapshot.Covered.String(), Revision: uint64(rep.Snapshot.Revision), Keys: rep.Snapshot.Count}
 		if rep.SnapshotErr != nil {
