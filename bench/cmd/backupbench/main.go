@@ -24,8 +24,9 @@
 // Then, each for -dur, in an order rotated by round, -writers goroutines
 // each Put an existing key (durable, group commit) in a loop while, in
 // the background, nothing runs (none), backups are published back to back
-// (backup), or Checkpoint runs back to back (checkpoint); every Put's
-// latency is recorded. Ratios are taken within a round: the machine is
+// (backup), backups are written to io.Discard back to back (discard: the
+// backup's cost without its disk writes), or Checkpoint runs back to back
+// (checkpoint); every Put's latency is recorded. Ratios are taken within a round: the machine is
 // shared and its load is in the results file.
 package main
 
@@ -200,7 +201,7 @@ func oneRound(s *kv.Store, base string, cfg config, r int) (round, error) {
 	}
 	rd["backup.discard.mbs"] = float64(size) / time.Since(start).Seconds() / 1e6
 
-	phases := []string{"none", "backup", "checkpoint"}
+	phases := []string{"none", "backup", "discard", "checkpoint"}
 	for range r % len(phases) {
 		phases = append(phases[1:], phases[0])
 	}
@@ -319,6 +320,8 @@ func writePhase(s *kv.Store, base string, cfg config, phase string, r int) ([]ti
 			case "backup":
 				// Not read back: the writers see the backup's own cost.
 				_, bgErr = backupFile(s, base, cfg.keys, false)
+			case "discard":
+				_, bgErr = s.Backup(io.Discard)
 			case "checkpoint":
 				bgErr = s.Checkpoint()
 			}
@@ -400,9 +403,9 @@ func report(w io.Writer, rs []round, cfg config) {
 	fig("seqwrite.mbs", "sequential write of those bytes, 256 KiB at a time, fdatasync, rename, directory fsync", mbs)
 	fig("backup.mbs", "Store.Backup published to a file the same way, idle store", mbs)
 	fig("backup.discard.mbs", "Store.Backup to io.Discard: the encoding alone", mbs)
-	for _, ph := range []string{"none", "backup", "checkpoint"} {
+	for _, ph := range []string{"none", "backup", "discard", "checkpoint"} {
 		bg := map[string]string{"none": "nothing in the background", "backup": "backups published back to back",
-			"checkpoint": "Checkpoint back to back"}[ph]
+			"discard": "backups to io.Discard back to back", "checkpoint": "Checkpoint back to back"}[ph]
 		fig("put.ops."+ph, "durable Puts per second, "+bg, opsf)
 		fig("put.p50."+ph, "Put latency p50, "+bg, ms)
 		fig("put.p99."+ph, "Put latency p99, "+bg, ms)
@@ -422,6 +425,7 @@ func report(w io.Writer, rs []round, cfg config) {
 	}
 	ratio("backup.vs.seqwrite", "backup.mbs", "seqwrite.mbs", "backup throughput ÷ the disk's sequential write of the same bytes")
 	ratio("p99.backup.vs.none", "put.p99.backup", "put.p99.none", "writers' p99 with backups running ÷ with nothing in the background")
+	ratio("p99.discard.vs.none", "put.p99.discard", "put.p99.none", "writers' p99 with backups to io.Discard running (no disk) ÷ with nothing in the background")
 	ratio("p99.checkpoint.vs.none", "put.p99.checkpoint", "put.p99.none", "writers' p99 with checkpoints running ÷ with nothing in the background")
 	ratio("p99.backup.vs.checkpoint", "put.p99.backup", "put.p99.checkpoint", "writers' p99 with backups running ÷ with checkpoints running")
 	ratio("p50.backup.vs.none", "put.p50.backup", "put.p50.none", "writers' p50 with backups running ÷ with nothing in the background")

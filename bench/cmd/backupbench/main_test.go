@@ -63,7 +63,7 @@ func TestRunSmall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, row := range []string{"backup.mbs", "seqwrite.mbs", "put.p99.backup", "put.p99.checkpoint", "put.p99.none",
+	for _, row := range []string{"backup.mbs", "seqwrite.mbs", "put.p99.backup", "put.p99.checkpoint", "put.p99.none", "put.p99.discard",
 		"backup.vs.seqwrite", "p99.backup.vs.none", "p99.backup.vs.checkpoint", "- commit: ", "- load: "} {
 		if !strings.Contains(string(b), row) {
 			t.Errorf("the results file has no %q", row)
