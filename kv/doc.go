@@ -29,6 +29,10 @@
 // nothing; `kv DIR repair` is the explicit way out. After a failed write
 // or fsync the store refuses writes (ErrFailed) until it is reopened.
 //
+// Backup writes the map at one revision while writers go on, from the
+// copy-on-write view a scan takes; Restore makes a new directory of one,
+// whose revisions continue above the backup's (FORMAT.md, "Backup").
+//
 // One process at a time may have a directory open for writing: Open takes
 // an flock on DIR/LOCK and fails with ErrLocked naming the holder's pid.
 //
@@ -57,6 +61,8 @@
 //	id, err := s.Grant(30 * time.Second) // a lease
 //	_, err = s.PutLease(k, v, id)        // k is deleted when the lease ends
 //	go s.KeepAliveLoop(ctx, id)          // renews it until ctx ends
+//	rev, err = s.Backup(w)               // every key as of revision rev; writers go on
+//	d, err := kv.Restore(file, "data2", nil) // a new directory from a backup
 //
 // The whole map lives in memory: pick kv for small-to-medium state (up to
 // a few million keys, a few GiB), not as an out-of-core database. A key
