@@ -397,7 +397,7 @@ func report(w io.Writer, rs []round, cfg config) {
 	fmt.Fprintln(w, "|---|---|---|---|")
 	fig := func(id, what string, f func(float64) string) {
 		m, lo, hi := stats(rs, func(r round) float64 { return r[id] })
-		fmt.Fprintf(w, "| `%s` | %s | %s–%s | %s |\n", id, f(m), strings.TrimSuffix(f(lo), unit(f(lo))), f(hi), what)
+		fmt.Fprintf(w, "| %s | %s | %s–%s | %s |\n", id, f(m), strings.TrimSuffix(f(lo), unit(f(lo))), f(hi), what)
 	}
 	fig("backup.bytes", "size of one backup", mib)
 	fig("seqwrite.mbs", "sequential write of those bytes, 256 KiB at a time, fdatasync, rename, directory fsync", mbs)
@@ -421,7 +421,7 @@ func report(w io.Writer, rs []round, cfg config) {
 	fmt.Fprintln(w, "|---|---|---|---|")
 	ratio := func(id, a, b, what string) {
 		m, lo, hi := stats(rs, func(r round) float64 { return r[a] / r[b] })
-		fmt.Fprintf(w, "| `%s` | %s | %s–%s | %s |\n", id, x(m), x(lo), x(hi), what)
+		fmt.Fprintf(w, "| %s | %s | %s–%s | %s |\n", id, x(m), x(lo), x(hi), what)
 	}
 	ratio("backup.vs.seqwrite", "backup.mbs", "seqwrite.mbs", "backup throughput ÷ the disk's sequential write of the same bytes")
 	ratio("p99.backup.vs.none", "put.p99.backup", "put.p99.none", "writers' p99 with backups running ÷ with nothing in the background")
