@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"iter"
 	"os"
 	"path"
+	"slices"
 	"strconv"
 	"time"
 
@@ -20,28 +22,26 @@ import (
 	"github.com/kvstore/kv/wal"
 )
 
-// Online backup and restore (FORMAT.md, "Backup"): a backup is the map at
-// one revision in the snapshot's encoding, covered segment 0, written from
-// the copy-on-write view that a scan or a checkpoint takes, so that
-// writers wait only for the clone. Restore turns one into a new data
-// directory whose revisions continue above the backup's.
-//
-// TODO(leases): once the store has leases, a backup must carry them. The
-// view below must then hold the leases as of its revision, Backup must
-// write them in the frame type FORMAT.md reserves (snapshot's frameLease),
-// and Restore must check that every key's lease is among them.
+// Online backup and restore (FORMAT.md, "Backup"): a backup is the map
+// and its leases at one revision in the snapshot's encoding, covered
+// segment 0, written from the copy-on-write view that a scan or a
+// checkpoint takes, so that writers wait only for the clone. Restore
+// turns one into a new data directory whose revisions continue above the
+// backup's.
 
 // Hash is a map's content hash (FORMAT.md, "Content hash"): SHA-256 of
 // every key's value, create and mod revisions and version, in key order.
 // Its String method gives the 64 hexadecimal digits kv DIR stat prints.
 type Hash = record.Hash
 
-// Digest identifies a map: its revision, its number of keys and its
-// content hash. Two maps with the same Hash have the same keys with the
-// same values, revisions and versions.
+// Digest identifies a map: its revision, its number of keys and of
+// leases, and its content hash. Two maps with the same Hash have the same
+// keys with the same values, revisions and versions; the leases are not
+// in the hash (CompareBackup compares them).
 type Digest struct {
 	Revision Revision
 	Keys     int64
+	Leases   int64
 	Hash     Hash
 }
 
@@ -54,20 +54,28 @@ type CorruptError = corrupt.Error
 // backupBuffer is the size of the buffer Backup writes through.
 const backupBuffer = 256 << 10
 
-// view returns a copy-on-write clone of the visible map: what a scan
-// reads. Clone brings the ordered tree up to date and copies its root, so
-// writers wait for that alone.
-func (s *Store) view() *record.Map {
+// view returns a copy-on-write clone of the visible map, what a scan
+// reads, and a copy of its leases, of the same revision. Clone brings the
+// ordered tree up to date and copies its root, and the leases are copied
+// (as a checkpoint copies them), so writers wait for that alone.
+func (s *Store) view() (*record.Map, []record.Lease) {
 	// Clone writes to the tree's copy-on-write bookkeeping, so it needs
 	// the write lock.
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.m.Clone()
+	var leases []record.Lease
+	if s.leases != nil {
+		leases = s.leases.All()
+	}
+	return s.m.Clone(), leases
 }
 
-// Backup writes a backup of the store to w: every key as of one revision,
-// which it returns, in the snapshot encoding (FORMAT.md, "Backup"),
-// checksummed end to end. Writers go on meanwhile: Backup reads a
+// Backup writes a backup of the store to w: every key, and every lease
+// with its keys and deadline, as of one revision, which it returns, in
+// the snapshot encoding (FORMAT.md, "Backup"), checksummed end to end.
+// As a checkpoint, it holds the map as committed at that revision: the
+// keys of a lease whose deadline has passed but whose expiry is not
+// committed yet are in it, with the lease. Writers go on meanwhile: Backup reads a
 // copy-on-write view of the map taken when it starts, as Scan does, and
 // writers wait only while the view is taken. Until it returns, the view
 // holds the store's memory as it was then (see Scan). Under Always, the
@@ -88,9 +96,9 @@ func (s *Store) Backup(w io.Writer) (Revision, error) {
 	if variant.Of(s.fs) == variant.BackupLive {
 		meta, err = s.backupLive(bw)
 	} else {
-		view := s.view()
+		view, leases := s.view()
 		meta = snapshot.Meta{Revision: view.Revision(), Count: uint64(view.Len())}
-		err = snapshot.Encode(bw, meta, view.All(nil, nil))
+		err = snapshot.EncodeLeases(bw, meta, leases, view.All(nil, nil))
 	}
 	if err == nil {
 		err = bw.Flush()
@@ -132,8 +140,12 @@ func (s *Store) backupLive(w io.Writer) (snapshot.Meta, error) {
 	}
 	s.mu.RLock()
 	meta := snapshot.Meta{Revision: s.m.Revision(), Count: uint64(len(entries))}
+	var leases []record.Lease
+	if s.leases != nil {
+		leases = s.leases.All()
+	}
 	s.mu.RUnlock()
-	return meta, snapshot.Encode(w, meta, func(yield func(*record.Entry) bool) {
+	return meta, snapshot.EncodeLeases(w, meta, leases, func(yield func(*record.Entry) bool) {
 		for _, e := range entries {
 			if !yield(e) {
 				return
@@ -143,23 +155,158 @@ func (s *Store) backupLive(w io.Writer) (snapshot.Meta, error) {
 }
 
 // Hash returns the digest of the store's map: its revision, its number of
-// keys and its content hash, all of one copy-on-write view (see Backup).
-// After Close it returns ErrClosed.
+// keys and leases and its content hash, all of one copy-on-write view
+// (see Backup): the map as committed, with the keys of a lease whose
+// expiry is not committed yet. After Close it returns ErrClosed.
 func (s *Store) Hash() (Digest, error) {
 	if s.closed.Load() {
 		return Digest{}, ErrClosed
 	}
-	view := s.view()
-	return Digest{Revision: view.Revision(), Keys: int64(view.Len()), Hash: view.Hash()}, nil
+	view, leases := s.view()
+	return Digest{Revision: view.Revision(), Keys: int64(view.Len()), Leases: int64(len(leases)), Hash: view.Hash()}, nil
+}
+
+// ErrBackupDiffers is matched by the *DiffError that CompareBackup
+// returns when a store and a backup hold different maps or leases.
+var ErrBackupDiffers = errors.New("kv: the store differs from the backup")
+
+// DiffError is the first difference CompareBackup finds between a store
+// and a backup, in the backup's order (its leases, then its keys): a
+// lease (Lease set) or a key (Key set), and what differs. It matches
+// ErrBackupDiffers.
+type DiffError struct {
+	File   string // the backup
+	Lease  LeaseID
+	Key    []byte
+	Reason string
+}
+
+// Error implements error.
+func (e *DiffError) Error() string {
+	at := fmt.Sprintf("key %q", e.Key)
+	if e.Key == nil {
+		at = fmt.Sprintf("lease %d", e.Lease)
+	}
+	return fmt.Sprintf("%v: %s at %s: %s", ErrBackupDiffers, e.File, at, e.Reason)
+}
+
+// Unwrap returns ErrBackupDiffers.
+func (e *DiffError) Unwrap() error { return ErrBackupDiffers }
+
+// CompareBackup compares the store, as of one view (see Backup), with the
+// backup in file on the store's file system: every key's value, create
+// and mod revisions and version, and every lease's TTL, deadline and
+// keys. It returns the store's digest and the backup's. When they differ
+// it returns a *DiffError naming the first lease or key that does; it
+// reads the whole backup all the same, and a damaged one is its error
+// (ErrBackupCorrupt) rather than the difference. The revisions may
+// differ while nothing else does (a repair's skip record): that is not a
+// difference.
+func (s *Store) CompareBackup(file string) (store, backup Digest, err error) {
+	if s.closed.Load() {
+		return Digest{}, Digest{}, ErrClosed
+	}
+	view, leases := s.view()
+	store = Digest{Revision: view.Revision(), Keys: int64(view.Len()), Leases: int64(len(leases))}
+	h := record.NewHasher()
+	next, stop := iter.Pull(view.All(nil, nil))
+	defer stop()
+	cur, more := next()
+	var diff *DiffError
+	differ := func(key []byte, id LeaseID, format string, args ...any) {
+		if diff == nil {
+			diff = &DiffError{File: file, Lease: id, Key: bytes.Clone(key), Reason: fmt.Sprintf(format, args...)}
+		}
+	}
+	var theirs []record.Lease
+	leasesDone := false
+	compareLeases := func() {
+		leasesDone = true
+		compareLeaseTables(leases, theirs, differ)
+	}
+	r := newBackupReader(file, func(b Entry) error {
+		if !leasesDone {
+			compareLeases()
+		}
+		for more && bytes.Compare(cur.Key, b.Key) < 0 {
+			differ(cur.Key, 0, "in the store, not in the backup")
+			h.Add(cur)
+			cur, more = next()
+		}
+		switch {
+		case !more || !bytes.Equal(cur.Key, b.Key):
+			differ(b.Key, 0, "in the backup, not in the store")
+			return nil
+		case !bytes.Equal(cur.Value, b.Value):
+			differ(b.Key, 0, "value %q in the store, %q in the backup", cur.Value, b.Value)
+		case cur.CreateRev != b.CreateRev:
+			differ(b.Key, 0, "create revision %d in the store, %d in the backup", cur.CreateRev, b.CreateRev)
+		case cur.ModRev != b.ModRev:
+			differ(b.Key, 0, "mod revision %d in the store, %d in the backup", cur.ModRev, b.ModRev)
+		case cur.Version != b.Version:
+			differ(b.Key, 0, "version %d in the store, %d in the backup", cur.Version, b.Version)
+		}
+		h.Add(cur)
+		cur, more = next()
+		return nil
+	})
+	r.lease = func(le *record.Lease) { theirs = append(theirs, *le) }
+	backup, err = r.done(snapshot.ReadFileLeases(s.fs, file, r.meta, r.leaseFrame, r.entry))
+	if err != nil {
+		return store, Digest{}, err
+	}
+	if !leasesDone {
+		compareLeases()
+	}
+	for ; more; cur, more = next() {
+		differ(cur.Key, 0, "in the store, not in the backup")
+		h.Add(cur)
+	}
+	store.Hash = h.Sum()
+	if diff != nil {
+		return store, backup, diff
+	}
+	return store, backup, nil
+}
+
+// compareLeaseTables reports to differ the first lease, in id order, that
+// differs between ours and theirs (both in ascending id order).
+func compareLeaseTables(ours, theirs []record.Lease, differ func([]byte, LeaseID, string, ...any)) {
+	i, j := 0, 0
+	for i < len(ours) || j < len(theirs) {
+		switch {
+		case j == len(theirs) || i < len(ours) && ours[i].ID < theirs[j].ID:
+			differ(nil, ours[i].ID, "in the store, not in the backup")
+			return
+		case i == len(ours) || theirs[j].ID < ours[i].ID:
+			differ(nil, theirs[j].ID, "in the backup, not in the store")
+			return
+		}
+		a, b := &ours[i], &theirs[j]
+		switch {
+		case a.TTL != b.TTL:
+			differ(nil, a.ID, "ttl %v in the store, %v in the backup", time.Duration(a.TTL), time.Duration(b.TTL))
+			return
+		case a.Deadline != b.Deadline:
+			differ(nil, a.ID, "deadline %v in the store, %v in the backup",
+				time.Unix(0, a.Deadline).UTC().Format(time.RFC3339Nano), time.Unix(0, b.Deadline).UTC().Format(time.RFC3339Nano))
+			return
+		case !slices.EqualFunc(a.Keys, b.Keys, bytes.Equal):
+			differ(nil, a.ID, "keys %q in the store, %q in the backup", a.Keys, b.Keys)
+			return
+		}
+		i, j = i+1, j+1
+	}
 }
 
 // backupReader verifies a backup as it is decoded and computes its
 // digest.
 type backupReader struct {
-	file string
-	fn   func(Entry) error
-	d    Digest
-	h    *record.Hasher
+	file  string
+	fn    func(Entry) error
+	lease func(*record.Lease) // optional, with each lease
+	d     Digest
+	h     *record.Hasher
 	// covered is the meta frame's covered segment: 0 for a backup,
 	// another number for a snapshot copied out of a directory.
 	covered wal.SegmentNum
@@ -171,6 +318,14 @@ func newBackupReader(file string, fn func(Entry) error) *backupReader {
 
 func (r *backupReader) meta(m snapshot.Meta) error {
 	r.d.Revision, r.covered = m.Revision, m.Covered
+	return nil
+}
+
+func (r *backupReader) leaseFrame(le *record.Lease) error {
+	r.d.Leases++
+	if r.lease != nil {
+		r.lease(le)
+	}
 	return nil
 }
 
@@ -223,14 +378,14 @@ func ReadBackup(file string, opts *Options, fn func(Entry) error) (Digest, error
 		o = *opts
 	}
 	r := newBackupReader(file, fn)
-	return r.done(snapshot.ReadFile(o.fs(), file, r.meta, r.entry))
+	return r.done(snapshot.ReadFileLeases(o.fs(), file, r.meta, r.leaseFrame, r.entry))
 }
 
 // DecodeBackup is ReadBackup on a backup held in memory; its errors name
 // the file "backup".
 func DecodeBackup(b []byte, fn func(Entry) error) (Digest, error) {
 	r := newBackupReader("backup", fn)
-	return r.done(snapshot.Decode(b, r.meta, r.entry))
+	return r.done(snapshot.DecodeLeases(b, r.meta, r.leaseFrame, r.entry))
 }
 
 // Restore makes dir a data directory holding the backup in file (both on
@@ -273,7 +428,7 @@ func Restore(file, dir string, opts *Options) (Digest, error) {
 	r := newBackupReader(file, nil)
 	err = vfs.Publish(fsys, dir, snapshot.Name, func(w io.Writer) error {
 		tee := io.TeeReader(io.NewSectionReader(src, 0, fi.Size()), w)
-		return snapshot.DecodeReader(tee, file, fi.Size(), r.meta, nil, r.entry)
+		return snapshot.DecodeReader(tee, file, fi.Size(), r.meta, r.leaseFrame, r.entry)
 	})
 	d, err := r.done(err)
 	if err != nil {
@@ -289,23 +444,23 @@ func Restore(file, dir string, opts *Options) (Digest, error) {
 		return Digest{}, err
 	}
 
-	// The restored directory must open to the backup's map.
+	// The restored directory must open to the backup's map and leases.
 	ro := o
 	ro.ReadOnly = true
 	s, err := Open(dir, &ro)
 	if err != nil {
 		return Digest{}, fmt.Errorf("kv: restore: the restored directory does not open: %w", err)
 	}
-	got, err := s.Hash()
+	got, _, err := s.CompareBackup(file)
 	if cerr := s.Close(); err == nil {
 		err = cerr
 	}
-	if err != nil {
-		return Digest{}, err
+	if err == nil && got != d {
+		err = fmt.Errorf("%s opens at revision %d with %d keys and %d leases, hash %s; the backup holds revision %d, %d keys, %d leases, hash %s",
+			dir, got.Revision, got.Keys, got.Leases, got.Hash, d.Revision, d.Keys, d.Leases, d.Hash)
 	}
-	if got != d {
-		return Digest{}, fmt.Errorf("kv: restore: %s opens at revision %d with %d keys, hash %s; the backup holds revision %d, %d keys, hash %s",
-			dir, got.Revision, got.Keys, got.Hash, d.Revision, d.Keys, d.Hash)
+	if err != nil {
+		return Digest{}, fmt.Errorf("kv: restore: %w", err)
 	}
 	return d, nil
 }

@@ -12,8 +12,10 @@ import (
 	"runtime"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/kvstore/kv/internal/fakeclock"
 	"github.com/kvstore/kv/kv"
 	"github.com/kvstore/kv/vfs"
 )
@@ -36,6 +38,25 @@ var backupTestdata = []struct {
 			t.Fatal(err)
 		}
 		defer s.Close()
+		var buf bytes.Buffer
+		if _, err := s.Backup(&buf); err != nil {
+			t.Fatal(err)
+		}
+		return buf.Bytes()
+	}},
+	{name: "leases.golden", make: func(t testing.TB) []byte {
+		// Two leases, one with two keys, and a plain key: format version 2.
+		s, err := kv.Open("/d", &kv.Options{FS: vfs.NewMem(), Clock: fakeclock.New(t0)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		a, _ := s.Grant(10 * time.Second)
+		b, _ := s.Grant(time.Minute)
+		s.PutLease([]byte("a"), []byte("1"), a)
+		s.PutLease([]byte("b"), []byte("2"), a)
+		s.PutLease([]byte("c"), []byte("3"), b)
+		s.Put([]byte("plain"), []byte("4"))
 		var buf bytes.Buffer
 		if _, err := s.Backup(&buf); err != nil {
 			t.Fatal(err)

@@ -75,7 +75,7 @@ directory of it; "kv DIR verify --against FILE" compares a store with it.`,
 			if file == "-" {
 				out = cmd.ErrOrStderr()
 			}
-			fmt.Fprintf(out, "backup at revision %d: %d keys, hash %s, %d bytes\n", d.Revision, d.Keys, d.Hash, cw.n)
+			fmt.Fprintf(out, "backup at revision %d: %d keys, %d leases, hash %s, %d bytes\n", d.Revision, d.Keys, d.Leases, d.Hash, cw.n)
 			return nil
 		},
 	}

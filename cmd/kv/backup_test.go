@@ -33,7 +33,7 @@ func TestBackupBesideWriter(t *testing.T) {
 	}
 	file := filepath.Join(t.TempDir(), "b")
 	code, stdout, stderr := kvRun(t, "", dir, "backup", file)
-	if code != 0 || !strings.HasPrefix(stdout, "backup at revision 3: 3 keys, hash "+want.Hash.String()) {
+	if code != 0 || !strings.HasPrefix(stdout, "backup at revision 3: 3 keys, 0 leases, hash "+want.Hash.String()) {
 		t.Fatalf("backup beside a writer: exit %d, %q, %q; want revision 3, hash %s", code, stdout, stderr, want.Hash)
 	}
 	if rev, err := s.Put([]byte("d"), []byte("after")); err != nil || rev != 4 {

@@ -35,7 +35,7 @@ again. It prints the revision, the number of keys and the content hash.`,
 			if err != nil {
 				return backupError(err)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "restored revision %d: %d keys, hash %s\n", d.Revision, d.Keys, d.Hash)
+			fmt.Fprintf(cmd.OutOrStdout(), "restored revision %d: %d keys, %d leases, hash %s\n", d.Revision, d.Keys, d.Leases, d.Hash)
 			return nil
 		},
 	}
