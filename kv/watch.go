@@ -141,7 +141,10 @@ func (s *Store) Watch(ctx context.Context, prefix []byte, from Revision, opts ..
 			batch, wake, err = h.read(&pos, batch[:0])
 			for i := range batch {
 				ev := &batch[i]
-				if !bytes.HasPrefix(ev.entry.Key, prefix) {
+				// A watch from a revision not yet committed reads the
+				// history from its end: what commits before from is
+				// not its to yield.
+				if ev.entry.ModRev < from || !bytes.HasPrefix(ev.entry.Key, prefix) {
 					continue
 				}
 				if !yield(ev.event(cfg.prev), nil) {

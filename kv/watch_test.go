@@ -370,3 +370,25 @@ func TestWatchAfterSync(t *testing.T) {
 		t.Fatalf("after the sync: %+v", got)
 	}
 }
+
+// TestWatchFromFuture: a watch from a revision not yet committed yields
+// nothing before it, though it reads the history from its end.
+func TestWatchFromFuture(t *testing.T) {
+	s, _ := memStore(t, nil)
+	if _, err := s.Put([]byte("a"), []byte("1")); err != nil { // 1
+		t.Fatal(err)
+	}
+	c := collectWatch(t, func(ctx context.Context) iter.Seq2[kv.Event, error] {
+		return s.Watch(ctx, nil, 4)
+	})
+	for i := range 4 { // 2, 3, 4, 5
+		if _, err := s.Put([]byte("a"), []byte(fmt.Sprint(i+2))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := c.take(t, 2)
+	if got[0].Rev != 4 || got[1].Rev != 5 {
+		t.Fatalf("watch from 4 yielded revisions %d, %d first", got[0].Rev, got[1].Rev)
+	}
+	c.none(t, 20*time.Millisecond)
+}
