@@ -33,6 +33,38 @@
 //   - Reads are linearizable: they see every write that returned before
 //     they began.
 //
+// # Watch
+//
+// KV.Watch is kv.Store.Watch on every backend:
+//
+//   - Its events are kv.Events, one per operation that changed a key (a
+//     put, an add with its sum, the delete of a key that existed), in
+//     revision order and, within one transaction, in the transaction's
+//     order. A delete's Entry has only Key and ModRev set. With
+//     WatchOptions.Prev each event's Prev is the key's state before the
+//     change, nil for a put that created it.
+//   - Every committed change under the prefix at revision from or later
+//     is yielded once, none is left out, none from before from. A change
+//     is yielded only once it is durable: on the store once synced, on
+//     etcd once committed by a majority.
+//   - A watch from a revision older than the backend holds ends, before
+//     any event, with a *kv.CompactedError (matching kv.ErrCompacted)
+//     whose Requested is from and whose Oldest is the oldest revision a
+//     watch can start from. One that fell behind a compaction ends the
+//     same way, Requested the revision it needed next. Read the state
+//     again with Range and watch from the revision Range saw, plus one.
+//   - The end of ctx ends a watch with ctx's error, Close with
+//     kv.ErrClosed.
+//
+// What a backend holds differs: the store holds the changes since it
+// was opened, up to kv.Options.WatchHistoryBytes (a watcher that reads
+// slower than the store writes falls behind it); etcd holds every change
+// after its last compaction, which its operator or its
+// auto-compaction schedules.
+//
+// Event entries may share memory with the backend (the store's watch
+// history): don't modify them.
+//
 // # Where a backend may differ
 //
 // These differences are documented by kvapitest, which accepts either
@@ -65,4 +97,5 @@
 //	n, _, err := kvapi.Add(ctx, db, []byte("counter"), 1)
 //	res, err := db.Txn(ctx, kv.Txn{If: []kv.Compare{kv.Absent(k)}, Then: []kv.Op{kv.PutOp(k, v)}})
 //	_, err = kvapi.Fenced(db, kv.Fence{Key: lock, Token: token}).Put(ctx, k, v)
+//	for ev, err := range db.Watch(ctx, []byte("jobs/"), rev+1, nil) { ... }
 package kvapi

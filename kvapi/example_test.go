@@ -97,3 +97,59 @@ func ExampleFenced() {
 	// a, taken over: true
 	// job/state=a was here
 }
+
+// Follow a prefix: read it with Range, then watch from the revision the
+// Range saw, plus one. No change is missed or seen twice, whenever it
+// was made; a watch that fell behind a compaction says so, and the
+// reader reads again.
+func ExampleKV_watch() {
+	dir, err := os.MkdirTemp("", "kvapi-example-")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	s, err := kv.Open(dir, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer s.Close()
+	var db kvapi.KV = kvapi.Local(s)
+	ctx := context.Background()
+	if _, err := kvapi.Put(ctx, db, []byte("jobs/1"), []byte("queued")); err != nil {
+		log.Fatal(err)
+	}
+
+	jobs, rev, err := db.Range(ctx, []byte("jobs/"), []byte("jobs0"), 0)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("%d job at revision %d\n", len(jobs), rev)
+	// Changes made after the Range, before the watch starts: the watch
+	// from rev+1 yields them.
+	kvapi.Put(ctx, db, []byte("jobs/2"), []byte("queued"))
+	kvapi.Put(ctx, db, []byte("jobs/1"), []byte("done"))
+	kvapi.Delete(ctx, db, []byte("jobs/2"))
+
+	n := 0
+	for ev, err := range db.Watch(ctx, []byte("jobs/"), rev+1, &kvapi.WatchOptions{Prev: true}) {
+		if errors.Is(err, kv.ErrCompacted) {
+			log.Fatal("fell behind: Range again, and watch from its revision + 1")
+		}
+		if err != nil {
+			log.Fatal(err)
+		}
+		was := "-"
+		if ev.Prev != nil {
+			was = string(ev.Prev.Value)
+		}
+		fmt.Printf("%d: %s %s %q (was %s)\n", ev.Revision(), ev.Type, ev.Entry.Key, ev.Entry.Value, was)
+		if n++; n == 3 {
+			break
+		}
+	}
+	// Output:
+	// 1 job at revision 1
+	// 2: put jobs/2 "queued" (was -)
+	// 3: put jobs/1 "done" (was queued)
+	// 4: delete jobs/2 "" (was queued)
+}

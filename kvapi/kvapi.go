@@ -4,15 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 
 	"github.com/kvstore/kv/kv"
 	"github.com/kvstore/kv/record"
 )
 
 // KV is what applications and the lock library use of a store: point
-// reads, ordered ranges, and transactions with compares and fences. Its
-// methods are safe for concurrent use. Local implements it on the
-// embedded store; the etcd module's adapter on an etcd cluster.
+// reads, ordered ranges, transactions with compares and fences, and
+// watches of the changes. Its methods are safe for concurrent use.
+// Local implements it on the embedded store; the etcd module's adapter
+// on an etcd cluster.
 type KV interface {
 	// Get returns key's entry, or kv.ErrNotFound when it is absent.
 	Get(ctx context.Context, key []byte) (kv.Entry, error)
@@ -25,9 +27,19 @@ type KV interface {
 	// fence is kv.ErrFenced and writes nothing, a failed compare is not
 	// an error (Succeeded false, Else ran).
 	Txn(ctx context.Context, t kv.Txn) (kv.TxnResult, error)
+	// Watch yields every committed change to a key under prefix (every
+	// key, for an empty prefix) at revision from or later, in revision
+	// order, each once, none left out, as kv.Store.Watch does (the
+	// package doc has the whole contract). A from of 0 means the next
+	// revision to commit. The loop ends when its body breaks, or with a
+	// final error: ctx's, kv.ErrClosed after Close, or a
+	// *kv.CompactedError (matching kv.ErrCompacted) when from, or the
+	// revision the loop needs next, is no longer held.
+	Watch(ctx context.Context, prefix []byte, from kv.Revision, o *WatchOptions) iter.Seq2[kv.Event, error]
 	// Close releases what the KV holds of its own (watches, leases); the
 	// store or client it was made on stays open, for its owner to close.
-	// Every method returns kv.ErrClosed after it.
+	// Every method returns kv.ErrClosed after it, and a watch under way
+	// ends with it.
 	Close() error
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"sync/atomic"
 
 	"github.com/kvstore/kv/kv"
@@ -13,11 +14,16 @@ import (
 // store's (durable when they return under the default sync mode); a
 // context that has ended fails a call before it starts, but cannot stop
 // a write once queued. Close leaves the store open: its owner closes it.
-func Local(s *kv.Store) KV { return &local{s: s} }
+func Local(s *kv.Store) KV {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &local{s: s, done: ctx, close: cancel}
+}
 
 type local struct {
 	s      *kv.Store
 	closed atomic.Bool
+	done   context.Context // ended by Close, ending the watches
+	close  context.CancelFunc
 }
 
 // rangeTries bounds how often Range scans again when a commit lands
@@ -107,7 +113,34 @@ func (l *local) Add(ctx context.Context, key []byte, delta int64, fence *kv.Fenc
 	return n, rev, outcome(err)
 }
 
+// Watch is kv.Store.Watch, ended by Close as well as by ctx.
+func (l *local) Watch(ctx context.Context, prefix []byte, from kv.Revision, o *WatchOptions) iter.Seq2[kv.Event, error] {
+	return func(yield func(kv.Event, error) bool) {
+		if err := l.check(ctx); err != nil {
+			yield(kv.Event{}, err)
+			return
+		}
+		var opts []kv.WatchOption
+		if o != nil && o.Prev {
+			opts = append(opts, kv.WithPrev())
+		}
+		wctx, cancel := context.WithCancelCause(ctx)
+		defer cancel(nil)
+		stop := context.AfterFunc(l.done, func() { cancel(kv.ErrClosed) })
+		defer stop()
+		for ev, err := range l.s.Watch(wctx, prefix, from, opts...) {
+			if err != nil && ctx.Err() == nil && errors.Is(context.Cause(wctx), kv.ErrClosed) {
+				err = kv.ErrClosed
+			}
+			if !yield(ev, err) || err != nil {
+				return
+			}
+		}
+	}
+}
+
 func (l *local) Close() error {
 	l.closed.Store(true)
+	l.close()
 	return nil
 }

@@ -2,9 +2,12 @@ package kvapi_test
 
 import (
 	"context"
+	"errors"
+	"iter"
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/kvstore/kv/kv"
@@ -12,9 +15,9 @@ import (
 	"github.com/kvstore/kv/kvapi/kvapitest"
 )
 
-func openStore(t *testing.T) *kv.Store {
+func openStoreIn(t *testing.T, dir string) *kv.Store {
 	t.Helper()
-	s, err := kv.Open(t.TempDir(), nil)
+	s, err := kv.Open(dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -22,16 +25,58 @@ func openStore(t *testing.T) *kv.Store {
 	return s
 }
 
-// TestLocal runs the conformance suite on the embedded store.
-func TestLocal(t *testing.T) {
-	kvapitest.Run(t, func(t *testing.T) kvapi.KV { return kvapi.Local(openStore(t)) })
+// reopening opens KVs on stores, and compacts one (kvapitest.Compact) by
+// closing its store and opening it again: a store's watch history starts
+// at its open. The suite opens and compacts a subtest's KV with the
+// subtest's t, which finds the store.
+type reopening struct {
+	mu     sync.Mutex
+	stores map[*testing.T]*kv.Store
+	wrap   func(kvapi.KV) kvapi.KV
 }
 
-// TestLocalCAS runs it on the embedded store seen through Get, Range and
-// Txn alone, so that Add and kv.AddOp's helpers run their
+func newReopening(wrap func(kvapi.KV) kvapi.KV) *reopening {
+	if wrap == nil {
+		wrap = func(db kvapi.KV) kvapi.KV { return db }
+	}
+	return &reopening{stores: map[*testing.T]*kv.Store{}, wrap: wrap}
+}
+
+func (r *reopening) openIn(t *testing.T, dir string) kvapi.KV {
+	s := openStoreIn(t, dir)
+	r.mu.Lock()
+	r.stores[t] = s
+	r.mu.Unlock()
+	return r.wrap(kvapi.Local(s))
+}
+
+func (r *reopening) open(t *testing.T) kvapi.KV { return r.openIn(t, t.TempDir()) }
+
+func (r *reopening) compact(t *testing.T, db kvapi.KV) kvapi.KV {
+	r.mu.Lock()
+	s := r.stores[t]
+	r.mu.Unlock()
+	db.Close()
+	if err := s.Close(); err != nil { // its Cleanup closes it again, harmlessly
+		t.Fatal(err)
+	}
+	return r.openIn(t, s.Dir())
+}
+
+func (r *reopening) run(t *testing.T) {
+	kvapitest.Run(t, r.open, kvapitest.Compact(r.compact))
+}
+
+// TestLocal runs the conformance suite on the embedded store.
+func TestLocal(t *testing.T) {
+	newReopening(nil).run(t)
+}
+
+// TestLocalCAS runs it on the embedded store seen through Get, Range,
+// Txn and Watch alone, so that Add and kv.AddOp's helpers run their
 // compare-and-swap loop.
 func TestLocalCAS(t *testing.T) {
-	kvapitest.Run(t, func(t *testing.T) kvapi.KV { return plain{kvapi.Local(openStore(t))} })
+	newReopening(func(db kvapi.KV) kvapi.KV { return plain{db} }).run(t)
 }
 
 // plain hides the Adder of the KV it wraps.
@@ -43,6 +88,9 @@ func (p plain) Range(ctx context.Context, start, end []byte, limit int) ([]kv.En
 }
 func (p plain) Txn(ctx context.Context, t kv.Txn) (kv.TxnResult, error) { return p.kv.Txn(ctx, t) }
 func (p plain) Close() error                                            { return p.kv.Close() }
+func (p plain) Watch(ctx context.Context, prefix []byte, from kv.Revision, o *kvapi.WatchOptions) iter.Seq2[kv.Event, error] {
+	return p.kv.Watch(ctx, prefix, from, o)
+}
 
 // wrong are deliberately broken KVs over the embedded store: the suite
 // must fail on each, in the subtest named.
@@ -82,6 +130,136 @@ var wrong = map[string]struct {
 	"no-else": {func(db kvapi.KV) kvapi.KV {
 		return txnHook{db, func(t kv.Txn) kv.Txn { t.If = nil; return t }}
 	}, "Else"},
+	// Leaves out a watch's seventh event.
+	"watch-drops-event": {eachEvent(func(i int, ev kv.Event, yield func(kv.Event) bool) bool {
+		return i == 6 || yield(ev)
+	}), "WatchOrder"},
+	// Yields a watch's fifth event after its sixth.
+	"watch-reorders": {func(db kvapi.KV) kvapi.KV {
+		var held kv.Event
+		return eachEvent(func(i int, ev kv.Event, yield func(kv.Event) bool) bool {
+			switch i {
+			case 4:
+				held = ev
+				return true
+			case 5:
+				return yield(ev) && yield(held)
+			}
+			return yield(ev)
+		})(db)
+	}, "WatchOrder"},
+	// Yields a watch's fourth event twice, as a resumed watch might.
+	"watch-doubles-event": {eachEvent(func(i int, ev kv.Event, yield func(kv.Event) bool) bool {
+		return yield(ev) && (i != 3 || yield(ev))
+	}), "WatchOrder"},
+	// Never fills Prev.
+	"watch-no-prev": {eachEvent(func(i int, ev kv.Event, yield func(kv.Event) bool) bool {
+		ev.Prev = nil
+		return yield(ev)
+	}), "WatchPrev"},
+	// Watches a prefix one byte shorter: "a/b/" as "a/b".
+	"watch-loose-prefix": {func(db kvapi.KV) kvapi.KV {
+		return watchHook{db, func(ctx context.Context, prefix []byte, from kv.Revision, o *kvapi.WatchOptions) iter.Seq2[kv.Event, error] {
+			if len(prefix) > 0 {
+				prefix = prefix[:len(prefix)-1]
+			}
+			return db.Watch(ctx, prefix, from, o)
+		}}
+	}, "WatchPrefix"},
+	// Watches from the next revision when asked for one not yet
+	// committed (kv.Store.Watch's bug before TestWatchFromFuture).
+	"watch-future-from-now": {func(db kvapi.KV) kvapi.KV {
+		return watchHook{db, func(ctx context.Context, prefix []byte, from kv.Revision, o *kvapi.WatchOptions) iter.Seq2[kv.Event, error] {
+			if _, rev, err := db.Range(ctx, nil, nil, 1); err == nil && from > rev+1 {
+				from = 0
+			}
+			return db.Watch(ctx, prefix, from, o)
+		}}
+	}, "WatchPrefix"},
+	// Goes on from the oldest revision held when the one asked for was
+	// compacted, as if nothing was lost.
+	"watch-skips-compacted": {func(db kvapi.KV) kvapi.KV {
+		return watchHook{db, func(ctx context.Context, prefix []byte, from kv.Revision, o *kvapi.WatchOptions) iter.Seq2[kv.Event, error] {
+			return func(yield func(kv.Event, error) bool) {
+				for ev, err := range db.Watch(ctx, prefix, from, o) {
+					var ce *kv.CompactedError
+					if errors.As(err, &ce) {
+						for ev, err := range db.Watch(ctx, prefix, ce.Oldest, o) {
+							if !yield(ev, err) {
+								return
+							}
+						}
+						return
+					}
+					if !yield(ev, err) {
+						return
+					}
+				}
+			}
+		}}
+	}, "WatchCompacted"},
+	// Names the compaction's own revision as the oldest a watch can
+	// start from, where it is the one after.
+	"watch-oldest-off-by-one": {func(db kvapi.KV) kvapi.KV {
+		return watchHook{db, func(ctx context.Context, prefix []byte, from kv.Revision, o *kvapi.WatchOptions) iter.Seq2[kv.Event, error] {
+			return func(yield func(kv.Event, error) bool) {
+				for ev, err := range db.Watch(ctx, prefix, from, o) {
+					var ce *kv.CompactedError
+					if errors.As(err, &ce) {
+						err = &kv.CompactedError{Requested: ce.Requested, Oldest: ce.Oldest - 1}
+					}
+					if !yield(ev, err) {
+						return
+					}
+				}
+			}
+		}}
+	}, "WatchCompacted"},
+	// Ends a watch without its final error.
+	"watch-ends-silently": {func(db kvapi.KV) kvapi.KV {
+		return watchHook{db, func(ctx context.Context, prefix []byte, from kv.Revision, o *kvapi.WatchOptions) iter.Seq2[kv.Event, error] {
+			return func(yield func(kv.Event, error) bool) {
+				for ev, err := range db.Watch(ctx, prefix, from, o) {
+					if err != nil || !yield(ev, nil) {
+						return
+					}
+				}
+			}
+		}}
+	}, "WatchEnds"},
+}
+
+// watchHook replaces the wrapped KV's Watch.
+type watchHook struct {
+	kvapi.KV
+	watch func(ctx context.Context, prefix []byte, from kv.Revision, o *kvapi.WatchOptions) iter.Seq2[kv.Event, error]
+}
+
+func (h watchHook) Watch(ctx context.Context, prefix []byte, from kv.Revision, o *kvapi.WatchOptions) iter.Seq2[kv.Event, error] {
+	return h.watch(ctx, prefix, from, o)
+}
+
+// eachEvent wraps a KV whose watches pass their i-th event (from 0)
+// through f, which yields what it will of it and reports whether to go
+// on; the errors pass as they are.
+func eachEvent(f func(i int, ev kv.Event, yield func(kv.Event) bool) bool) func(kvapi.KV) kvapi.KV {
+	return func(db kvapi.KV) kvapi.KV {
+		return watchHook{db, func(ctx context.Context, prefix []byte, from kv.Revision, o *kvapi.WatchOptions) iter.Seq2[kv.Event, error] {
+			return func(yield func(kv.Event, error) bool) {
+				i := 0
+				for ev, err := range db.Watch(ctx, prefix, from, o) {
+					if err != nil {
+						yield(ev, err)
+						return
+					}
+					if !f(i, ev, func(ev kv.Event) bool { return yield(ev, nil) }) {
+						return
+					}
+					i++
+				}
+			}
+		}}
+	}
 }
 
 // txnHook rewrites each transaction before the wrapped KV commits it.
@@ -101,8 +279,7 @@ func TestWrongVariant(t *testing.T) {
 	if name == "" {
 		t.Skip("run by TestSuiteCatchesWrong")
 	}
-	w := wrong[name]
-	kvapitest.Run(t, func(t *testing.T) kvapi.KV { return w.wrap(kvapi.Local(openStore(t))) })
+	newReopening(wrong[name].wrap).run(t)
 }
 
 // TestSuiteCatchesWrong runs the suite on each broken KV, in a child
@@ -116,6 +293,9 @@ func TestSuiteCatchesWrong(t *testing.T) {
 			out, err := cmd.CombinedOutput()
 			if err == nil {
 				t.Fatalf("the suite passed on %s:\n%s", name, out)
+			}
+			if strings.Contains(string(out), "panic:") {
+				t.Fatalf("the suite panicked on %s:\n%s", name, out)
 			}
 			if !strings.Contains(string(out), "--- FAIL: TestWrongVariant/"+w.subtest) {
 				t.Fatalf("the suite failed on %s, but not in %s:\n%s", name, w.subtest, out)

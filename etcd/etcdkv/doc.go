@@ -10,7 +10,8 @@
 // through the leader's read index): they see every write that returned
 // before they began. Transactions keep kv.Store.Txn's semantics (the
 // fence, then the compares, then Then or Else, atomically), built as
-// described below.
+// described below. A watch yields every committed change under its
+// prefix from its revision on, once, in order.
 //
 // # What differs from the embedded store, and how it is handled
 //
@@ -43,6 +44,15 @@
 //     compare itself, and guards the key's mod revision as an add does.
 //   - A fence is a level of its own around the transaction, so that a
 //     failed fence is told from a failed compare (below).
+//   - Watch is an etcd watch of the prefix. Its history is what the
+//     cluster's last compaction left (the embedded store's: the changes
+//     since its open, in memory): a watch from the compaction revision C
+//     or older ends with a *kv.CompactedError whose Oldest is C+1, as one
+//     from before a store's open does. The adapter asks etcd for the
+//     revision before the one asked and drops it, so that the compaction
+//     revision itself counts as compacted on every etcd release (a watch
+//     from it dropped a delete before etcd-io/etcd#18089 was fixed).
+//     KV.Watch says how it rides out a lost member or leader.
 //
 // # How a transaction is built
 //
@@ -69,8 +79,9 @@
 // failed with any error that does not prove etcd refused it before
 // proposing it (a timeout, a lost connection, "leader changed") matches
 // kvapi.ErrUnknownOutcome, and wraps the client's error: it may or may
-// not have committed. Compaction matters only to watches (a later
-// phase).
+// not have committed. A watch from a compacted revision, or one that
+// fell behind a compaction, ends with a *kv.CompactedError (matching
+// kv.ErrCompacted), as on the store.
 //
 // # Usage
 //

@@ -31,6 +31,11 @@ type KV struct {
 	c      *clientv3.Client
 	opts   Options
 	closed atomic.Bool
+	done   context.Context // ended by Close, ending the watches
+	close  context.CancelFunc
+	// resumes counts the etcd watches started again by this KV's
+	// watches (a member without a leader, a previous value left out).
+	resumes atomic.Int64
 }
 
 var (
@@ -42,6 +47,7 @@ var (
 // the caller's: Close leaves it open. A nil o is the zero Options.
 func New(c *clientv3.Client, o *Options) *KV {
 	k := &KV{c: c}
+	k.done, k.close = context.WithCancel(context.Background())
 	if o != nil {
 		k.opts = *o
 	}
@@ -51,10 +57,11 @@ func New(c *clientv3.Client, o *Options) *KV {
 // Client returns the etcd client the KV uses.
 func (k *KV) Client() *clientv3.Client { return k.c }
 
-// Close marks the KV closed: every method returns kv.ErrClosed after it.
-// The client stays open.
+// Close marks the KV closed: every method returns kv.ErrClosed after it,
+// and its watches end with it. The client stays open.
 func (k *KV) Close() error {
 	k.closed.Store(true)
+	k.close()
 	return nil
 }
 

@@ -19,6 +19,19 @@
 // limit, bounds and revision; kv.ErrInvalid for empty keys, empty
 // transactions and negative limits; kv.ErrClosed after Close.
 //
+// Watch: under concurrent writers (puts, adds, deletes, two-key
+// transactions) the events are exactly the acknowledged revisions'
+// operations, in revision and transaction order, none left out, none
+// doubled, none no one committed, and the state they leave is the one
+// Range reads; Prev, CreateRev and Version of each event agree with the
+// key's previous event; prefix filtering byte for byte; a watch from the
+// past replays, one from a revision not yet committed yields nothing
+// before it, one from 0 nothing committed before it started; a watch
+// from a compacted revision (the compaction's own included) is a
+// *kv.CompactedError with the revision asked and the oldest held, after
+// Compact (an Option); a canceled context and Close end a watch with
+// context.Canceled and kv.ErrClosed.
+//
 // # Differences it accepts
 //
 // Where the embedded store and etcd differ, the suite accepts either of
@@ -34,10 +47,12 @@
 // # Usage
 //
 //	func TestConformance(t *testing.T) {
-//		kvapitest.Run(t, func(t *testing.T) kvapi.KV { return kvapi.Local(openStore(t)) })
+//		kvapitest.Run(t, func(t *testing.T) kvapi.KV { return kvapi.Local(openStore(t)) },
+//			kvapitest.Compact(func(t *testing.T, db kvapi.KV) kvapi.KV { ... }))
 //	}
 //
-// Run calls open once per subtest, and closes what it returns. The suite
+// Run calls open once per subtest, and closes what it returns (or what
+// Compact returned). The suite
 // writes only keys under a prefix of its own, so the backend need not be
 // empty, but it checks that the revision goes up by exactly one per
 // transaction: nothing else may write to the backend while it runs.
@@ -64,9 +79,28 @@ import (
 // callTimeout bounds each call of the suite.
 const callTimeout = 30 * time.Second
 
+// Option configures Run.
+type Option func(*config)
+
+type config struct {
+	compact func(t *testing.T, db kvapi.KV) kvapi.KV
+}
+
+// Compact gives the suite the way to make the backend let go of every
+// change up to its current revision, for the checks of kv.ErrCompacted:
+// compact returns the KV to go on with (db itself, or a KV on the store
+// reopened), at the same revision. Without it those checks are skipped.
+func Compact(compact func(t *testing.T, db kvapi.KV) kvapi.KV) Option {
+	return func(c *config) { c.compact = compact }
+}
+
 // Run runs the conformance suite, each check as a subtest on a KV that
 // open returns.
-func Run(t *testing.T, open func(t *testing.T) kvapi.KV) {
+func Run(t *testing.T, open func(t *testing.T) kvapi.KV, opts ...Option) {
+	var cfg config
+	for _, o := range opts {
+		o(&cfg)
+	}
 	tests := []struct {
 		name string
 		f    func(*suite)
@@ -87,16 +121,21 @@ func Run(t *testing.T, open func(t *testing.T) kvapi.KV) {
 		{"NoOpBranch", testNoOpBranch},
 		{"Invalid", testInvalid},
 		{"Close", testClose},
+		{"WatchOrder", testWatchOrder},
+		{"WatchPrev", testWatchPrev},
+		{"WatchPrefix", testWatchPrefix},
+		{"WatchCompacted", testWatchCompacted},
+		{"WatchEnds", testWatchEnds},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			db := open(t)
 			var b [6]byte
 			rand.Read(b[:])
-			s := &suite{t: t, db: db, prefix: "kvapitest/" + hex.EncodeToString(b[:]) + "/"}
+			s := &suite{t: t, db: db, cfg: &cfg, prefix: "kvapitest/" + hex.EncodeToString(b[:]) + "/"}
 			defer func() {
 				if !s.closed {
-					db.Close()
+					s.db.Close()
 				}
 			}()
 			tc.f(s)
@@ -108,6 +147,7 @@ func Run(t *testing.T, open func(t *testing.T) kvapi.KV) {
 type suite struct {
 	t      *testing.T
 	db     kvapi.KV
+	cfg    *config
 	prefix string
 	closed bool
 }
