@@ -11,7 +11,8 @@
 // before they began. Transactions keep kv.Store.Txn's semantics (the
 // fence, then the compares, then Then or Else, atomically), built as
 // described below. A watch yields every committed change under its
-// prefix from its revision on, once, in order.
+// prefix from its revision on, once, in order, through a killed or
+// paused leader and a member left without one (TestWatchLeaderFaults).
 //
 // # What differs from the embedded store, and how it is handled
 //

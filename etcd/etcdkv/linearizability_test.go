@@ -182,9 +182,13 @@ const (
 	noFault fault = iota
 	killLeader
 	stopLeader
+	// stopMajority pauses the leader and another member, long enough
+	// for the third to end its watches for want of a leader
+	// (TestWatchLeaderFaults only).
+	stopMajority
 )
 
-func (f fault) String() string { return [...]string{"none", "kill", "stop"}[f] }
+func (f fault) String() string { return [...]string{"none", "kill", "stop", "stop a majority with"}[f] }
 
 type linConfig struct {
 	clients  int
