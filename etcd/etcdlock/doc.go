@@ -36,9 +36,10 @@
 //     a takeover that loses the second step reads again, as after any
 //     lost race. Under the Lease strategy no takeover happens: a dead
 //     holder's key is deleted by its lease's end.
-//   - Wait is an etcd watch of the lock's prefix from the revision after
-//     the one read: it misses no change; a compacted revision wakes it at
-//     once.
+//   - Wait is kvapi's watch (etcdkv.KV.Watch) of the lock's prefix from
+//     the revision after the one read: it misses no change, rides out a
+//     member that lost its leader, and a compacted revision wakes it at
+//     once (TestWait).
 //   - Revisions, and so tokens, are the cluster's: they do not carry over
 //     from a kv store.
 //

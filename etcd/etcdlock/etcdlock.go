@@ -10,6 +10,7 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/kvstore/kv/etcd/etcdkv"
 	"github.com/kvstore/kv/filelock"
 	"github.com/kvstore/kv/filelock/lockstore"
 	"github.com/kvstore/kv/kv"
@@ -30,7 +31,8 @@ type Options struct {
 // Backend is lockstore.Backend and lockstore.Leaser on an etcd cluster.
 type Backend struct {
 	c   *clientv3.Client
-	ttl int64 // seconds
+	kv  *etcdkv.KV // its watches wake the waiters
+	ttl int64      // seconds
 }
 
 var (
@@ -45,7 +47,7 @@ func NewBackend(c *clientv3.Client, o *Options) *Backend {
 	if o != nil && o.TTL > 0 {
 		ttl = o.TTL
 	}
-	return &Backend{c: c, ttl: int64(math.Ceil(ttl.Seconds()))}
+	return &Backend{c: c, kv: etcdkv.New(c, nil), ttl: int64(math.Ceil(ttl.Seconds()))}
 }
 
 // NewLocker returns a filelock.Locker on the cluster c talks to, whose
@@ -196,17 +198,17 @@ func (b *Backend) Txn(ctx context.Context, t lockstore.Txn) (lockstore.TxnResult
 	return lockstore.TxnResult{Succeeded: resp.Succeeded, Revision: resp.Header.Revision}, nil
 }
 
-// Wait watches prefix from rev+1 and returns at the first change, at
-// once when rev+1 is compacted (a change it cannot see may have
-// happened), or with ctx's error. The watch requires a leader, so that
-// a member cut off from the cluster ends it rather than staying silent.
+// Wait watches prefix from rev+1 with kvapi's watch (etcdkv.KV.Watch)
+// and returns at the first change, at once when rev+1 is compacted (a
+// change it cannot see may have happened), or with ctx's error. The
+// watch misses no change: a member that loses its leader ends it, and it
+// starts again on one that has one, from where it was.
 func (b *Backend) Wait(ctx context.Context, prefix string, rev int64) error {
-	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
-	defer cancel()
-	for resp := range b.c.Watch(wctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(rev+1)) {
-		if err := resp.Err(); err != nil || len(resp.Events) > 0 || resp.Canceled {
+	for _, err := range b.kv.Watch(ctx, []byte(prefix), kv.Revision(rev+1), nil) {
+		if errors.Is(err, kv.ErrCompacted) {
 			return nil
 		}
+		return err // nil: a change
 	}
 	return ctx.Err()
 }
