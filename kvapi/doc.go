@@ -65,6 +65,22 @@
 // Event entries may share memory with the backend (the store's watch
 // history): don't modify them.
 //
+// # Leases
+//
+// Grant creates a lease; a put binds its key to it (kv.Op.WithLease in a
+// transaction, or PutLease); KeepAlive renews it (KeepAliveLoop keeps
+// renewing it); Revoke ends it. When a lease ends, revoked or not renewed
+// for its TTL, its keys are deleted in one transaction, which a watch
+// sees as their deletes, each with its previous value. On every backend:
+//
+//   - The lease does not end before the Deadline Grant or KeepAlive
+//     returned, unless revoked: a holder may rely on its keys until then.
+//   - An add keeps its key's lease; a put without one, or a delete,
+//     unbinds the key. Only a put takes a lease (kv.ErrInvalid).
+//   - An operation on a lease that has ended (revoked, expired, never
+//     granted), and a transaction whose branch taken puts on one, fails
+//     with an error matching kv.ErrLeaseNotFound and writes nothing.
+//
 // # Where a backend may differ
 //
 // These differences are documented by kvapitest, which accepts either
@@ -78,11 +94,25 @@
 //     keys) commits an empty record with a revision of its own in the
 //     embedded store (Committed true); etcd does not bump its revision for
 //     it (Committed false, Revision the current one).
+//   - The embedded store logs every lease operation with a revision of its
+//     own: a grant, a renewal, a revoke or an expiry, with keys or none.
+//     etcd commits a revision only for the end of a lease that had keys,
+//     the one that deletes them; a revoke of a lease without keys returns
+//     the current revision.
+//   - The embedded store's TTLs and deadlines are exact (its Deadline is
+//     the one it logged, and from it on no read returns the lease's keys);
+//     etcd rounds a TTL up to whole seconds and to the cluster's minimum,
+//     its Deadline is the time the request was sent plus the TTL, and its
+//     keys stay readable until the leader commits the expiry, a moment
+//     after the lease's end. The embedded store's error says when a lease
+//     expired (kv.ErrLeaseExpired); etcd's says only that it was not
+//     found.
 //
 // # Errors
 //
 // kv.ErrNotFound (Get, Delete), kv.ErrFenced, kv.ErrNotInteger,
-// kv.ErrOverflow, kv.ErrInvalid, kv.ErrTooLarge and kv.ErrClosed keep
+// kv.ErrOverflow, kv.ErrInvalid, kv.ErrTooLarge, kv.ErrCompacted,
+// kv.ErrLeaseNotFound and kv.ErrClosed keep
 // their meaning on every backend: a write that returned one of them
 // wrote nothing. A write that failed with an error matching
 // ErrUnknownOutcome (a timeout, a lost connection, a failed store) may or
@@ -98,4 +128,7 @@
 //	res, err := db.Txn(ctx, kv.Txn{If: []kv.Compare{kv.Absent(k)}, Then: []kv.Op{kv.PutOp(k, v)}})
 //	_, err = kvapi.Fenced(db, kv.Fence{Key: lock, Token: token}).Put(ctx, k, v)
 //	for ev, err := range db.Watch(ctx, []byte("jobs/"), rev+1, nil) { ... }
+//	lease, err := db.Grant(ctx, 10*time.Second)
+//	_, err = kvapi.PutLease(ctx, db, []byte("nodes/n1"), addr, lease.ID)
+//	go kvapi.KeepAliveLoop(ctx, db, lease.ID)
 package kvapi

@@ -5,14 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"time"
 
 	"github.com/kvstore/kv/kv"
 	"github.com/kvstore/kv/record"
 )
 
 // KV is what applications and the lock library use of a store: point
-// reads, ordered ranges, transactions with compares and fences, and
-// watches of the changes. Its methods are safe for concurrent use.
+// reads, ordered ranges, transactions with compares and fences, watches
+// of the changes, and leases. Its methods are safe for concurrent use.
 // Local implements it on the embedded store; the etcd module's adapter
 // on an etcd cluster.
 type KV interface {
@@ -36,6 +37,22 @@ type KV interface {
 	// *kv.CompactedError (matching kv.ErrCompacted) when from, or the
 	// revision the loop needs next, is no longer held.
 	Watch(ctx context.Context, prefix []byte, from kv.Revision, o *WatchOptions) iter.Seq2[kv.Event, error]
+	// Grant creates a lease whose keys (bound by puts with
+	// kv.Op.WithLease, or PutLease) are deleted when it ends: revoked, or
+	// not renewed by KeepAlive for its TTL. It returns the lease: its ID,
+	// the TTL granted (at least ttl; a backend may round it up) and a
+	// Deadline the lease does not end before unless revoked. ttl must be
+	// above 0 and at most kv.MaxLeaseTTL (kv.ErrInvalid).
+	Grant(ctx context.Context, ttl time.Duration) (kv.LeaseInfo, error)
+	// KeepAlive renews lease id once: it lives at least its TTL from
+	// now. It returns the lease with its new Deadline, or an error
+	// matching kv.ErrLeaseNotFound when the lease has ended.
+	KeepAlive(ctx context.Context, id kv.LeaseID) (kv.LeaseInfo, error)
+	// Revoke ends lease id, deleting the keys bound to it in one
+	// transaction, whose revision it returns (see the package doc for
+	// a lease without keys); an error matching kv.ErrLeaseNotFound when
+	// the lease has ended already.
+	Revoke(ctx context.Context, id kv.LeaseID) (kv.Revision, error)
 	// Close releases what the KV holds of its own (watches, leases); the
 	// store or client it was made on stays open, for its owner to close.
 	// Every method returns kv.ErrClosed after it, and a watch under way
@@ -70,10 +87,11 @@ func Delete(ctx context.Context, db KV, key []byte) (kv.Revision, error) {
 
 // Add adds delta to key's value, a decimal int64 (a missing key counts
 // as 0), and returns the new value and the revision it committed at. It
-// fails with kv.ErrNotInteger or kv.ErrOverflow, writing nothing. On a
-// KV that is not an Adder it reads the key and commits the sum under a
-// compare on the key's mod revision, again while another write comes
-// between; never again after an error.
+// fails with kv.ErrNotInteger or kv.ErrOverflow, writing nothing. The
+// key keeps its lease, if bound to one. On a KV that is not an Adder it
+// reads the key and commits the add under a compare on the key's mod
+// revision (AddCAS), again while another write comes between; never
+// again after an error.
 func Add(ctx context.Context, db KV, key []byte, delta int64) (int64, kv.Revision, error) {
 	return FencedWriter{db: db}.Add(ctx, key, delta)
 }
@@ -131,13 +149,14 @@ func (w FencedWriter) Add(ctx context.Context, key []byte, delta int64) (int64, 
 	return AddCAS(ctx, w.db, key, delta, w.fence)
 }
 
-// AddCAS adds delta to key's value by compare-and-swap: it reads the
-// key, computes the sum as the embedded store does (NextValue), and
-// commits it as a put under fence (if not nil) and a compare on the
-// key's mod revision (0: still absent). When that compare fails, another
+// AddCAS adds delta to key's value by compare-and-swap, for a KV that
+// is not an Adder: it reads the key, computes the sum as the embedded
+// store does (NextValue), and commits the add (kv.AddOp) under fence (if
+// not nil) and a compare on the key's mod revision (0: still absent), so
+// that the sum it computed is the one the add left. The add, not a put
+// of the sum, keeps the key's lease. When that compare fails, another
 // write came between: it reads again. It never retries after an error,
-// whose outcome may be unknown. A backend without an add of its own
-// implements Adder with it.
+// whose outcome may be unknown.
 func AddCAS(ctx context.Context, db KV, key []byte, delta int64, fence *kv.Fence) (int64, kv.Revision, error) {
 	for {
 		e, err := db.Get(ctx, key)
@@ -155,7 +174,7 @@ func AddCAS(ctx context.Context, db KV, key []byte, delta int64, fence *kv.Fence
 		res, err := db.Txn(ctx, kv.Txn{
 			Fence: fence,
 			If:    []kv.Compare{kv.CompareModRev(key, kv.Equal, e.ModRev)},
-			Then:  []kv.Op{kv.PutOp(key, v)},
+			Then:  []kv.Op{kv.AddOp(key, delta)},
 		})
 		if err != nil {
 			return 0, 0, err

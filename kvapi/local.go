@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"sync/atomic"
+	"time"
 
 	"github.com/kvstore/kv/kv"
 )
@@ -137,6 +138,45 @@ func (l *local) Watch(ctx context.Context, prefix []byte, from kv.Revision, o *W
 			}
 		}
 	}
+}
+
+// Grant is kv.Store.Grant; the lease's deadline is the one the store
+// logged.
+func (l *local) Grant(ctx context.Context, ttl time.Duration) (kv.LeaseInfo, error) {
+	if err := l.check(ctx); err != nil {
+		return kv.LeaseInfo{}, err
+	}
+	before := time.Now()
+	id, err := l.s.Grant(ttl)
+	if err != nil {
+		return kv.LeaseInfo{}, outcome(err)
+	}
+	info, err := l.s.Lease(id)
+	if err != nil {
+		// Ended already (a TTL shorter than the call): its deadline
+		// was at least the clock's before the grant plus ttl.
+		return kv.LeaseInfo{ID: id, TTL: ttl, Deadline: before.Add(ttl)}, nil
+	}
+	info.Keys = nil
+	return info, nil
+}
+
+// KeepAlive is kv.Store.KeepAlive.
+func (l *local) KeepAlive(ctx context.Context, id kv.LeaseID) (kv.LeaseInfo, error) {
+	if err := l.check(ctx); err != nil {
+		return kv.LeaseInfo{}, err
+	}
+	info, err := l.s.KeepAlive(id)
+	return info, outcome(err)
+}
+
+// Revoke is kv.Store.Revoke.
+func (l *local) Revoke(ctx context.Context, id kv.LeaseID) (kv.Revision, error) {
+	if err := l.check(ctx); err != nil {
+		return 0, err
+	}
+	rev, err := l.s.Revoke(id)
+	return rev, outcome(err)
 }
 
 func (l *local) Close() error {

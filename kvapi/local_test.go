@@ -6,9 +6,11 @@ import (
 	"iter"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/kvstore/kv/kv"
 	"github.com/kvstore/kv/kvapi"
@@ -88,6 +90,15 @@ func (p plain) Range(ctx context.Context, start, end []byte, limit int) ([]kv.En
 }
 func (p plain) Txn(ctx context.Context, t kv.Txn) (kv.TxnResult, error) { return p.kv.Txn(ctx, t) }
 func (p plain) Close() error                                            { return p.kv.Close() }
+func (p plain) Grant(ctx context.Context, ttl time.Duration) (kv.LeaseInfo, error) {
+	return p.kv.Grant(ctx, ttl)
+}
+func (p plain) KeepAlive(ctx context.Context, id kv.LeaseID) (kv.LeaseInfo, error) {
+	return p.kv.KeepAlive(ctx, id)
+}
+func (p plain) Revoke(ctx context.Context, id kv.LeaseID) (kv.Revision, error) {
+	return p.kv.Revoke(ctx, id)
+}
 func (p plain) Watch(ctx context.Context, prefix []byte, from kv.Revision, o *kvapi.WatchOptions) iter.Seq2[kv.Event, error] {
 	return p.kv.Watch(ctx, prefix, from, o)
 }
@@ -215,6 +226,25 @@ var wrong = map[string]struct {
 			}
 		}}
 	}, "WatchCompacted"},
+	// Drops the lease of every put: the keys outlive it.
+	"lease-put-unbound": {func(db kvapi.KV) kvapi.KV {
+		return txnHook{db, func(t kv.Txn) kv.Txn {
+			for _, ops := range [][]kv.Op{t.Then, t.Else} {
+				for i := range ops {
+					ops[i].Lease = 0
+				}
+			}
+			return t
+		}}
+	}, "LeaseRevoke"},
+	// Adds by a put of the sum, which unbinds the key from its lease.
+	"lease-add-unbinds": {func(db kvapi.KV) kvapi.KV { return putAdder{db} }, "LeaseBinding"},
+	// Renews nothing, and says it did.
+	"lease-keepalive-noop": {func(db kvapi.KV) kvapi.KV { return noRenew{db} }, "LeaseKeepAlive"},
+	// Promises a deadline a second past the lease's end.
+	"lease-deadline-late": {func(db kvapi.KV) kvapi.KV { return lateDeadline{db} }, "LeaseExpiry"},
+	// A lease not found as an error of its own.
+	"lease-error-plain": {func(db kvapi.KV) kvapi.KV { return plainLeaseErr{db} }, "LeaseInvalid"},
 	// Ends a watch without its final error.
 	"watch-ends-silently": {func(db kvapi.KV) kvapi.KV {
 		return watchHook{db, func(ctx context.Context, prefix []byte, from kv.Revision, o *kvapi.WatchOptions) iter.Seq2[kv.Event, error] {
@@ -227,6 +257,60 @@ var wrong = map[string]struct {
 			}
 		}}
 	}, "WatchEnds"},
+}
+
+// putAdder adds by compare-and-swap with a put of the sum.
+type putAdder struct{ kvapi.KV }
+
+func (a putAdder) Add(ctx context.Context, key []byte, delta int64, fence *kv.Fence) (int64, kv.Revision, error) {
+	e, err := a.Get(ctx, key)
+	if err != nil && !errors.Is(err, kv.ErrNotFound) {
+		return 0, 0, err
+	}
+	n, _ := strconv.ParseInt(string(e.Value), 10, 64)
+	n += delta
+	res, err := a.Txn(ctx, kv.Txn{Fence: fence, If: []kv.Compare{kv.CompareModRev(key, kv.Equal, e.ModRev)},
+		Then: []kv.Op{kv.PutOp(key, []byte(strconv.FormatInt(n, 10)))}})
+	if err == nil && !res.Succeeded {
+		err = errors.New("raced")
+	}
+	return n, res.Revision, err
+}
+
+// noRenew's KeepAlive renews nothing.
+type noRenew struct{ kvapi.KV }
+
+func (n noRenew) KeepAlive(ctx context.Context, id kv.LeaseID) (kv.LeaseInfo, error) {
+	ttl := 2 * time.Second
+	return kv.LeaseInfo{ID: id, TTL: ttl, Deadline: time.Now().Add(ttl)}, nil
+}
+
+// lateDeadline's Grant moves the deadline a second on.
+type lateDeadline struct{ kvapi.KV }
+
+func (l lateDeadline) Grant(ctx context.Context, ttl time.Duration) (kv.LeaseInfo, error) {
+	info, err := l.KV.Grant(ctx, ttl)
+	info.Deadline = info.Deadline.Add(time.Second)
+	return info, err
+}
+
+// plainLeaseErr's KeepAlive and Revoke lose kv.ErrLeaseNotFound.
+type plainLeaseErr struct{ kvapi.KV }
+
+func (p plainLeaseErr) KeepAlive(ctx context.Context, id kv.LeaseID) (kv.LeaseInfo, error) {
+	info, err := p.KV.KeepAlive(ctx, id)
+	if errors.Is(err, kv.ErrLeaseNotFound) {
+		err = errors.New(err.Error())
+	}
+	return info, err
+}
+
+func (p plainLeaseErr) Revoke(ctx context.Context, id kv.LeaseID) (kv.Revision, error) {
+	rev, err := p.KV.Revoke(ctx, id)
+	if errors.Is(err, kv.ErrLeaseNotFound) {
+		err = errors.New(err.Error())
+	}
+	return rev, err
 }
 
 // watchHook replaces the wrapped KV's Watch.
@@ -302,5 +386,25 @@ func TestSuiteCatchesWrong(t *testing.T) {
 			}
 			t.Logf("%s: caught by %s", name, w.subtest)
 		})
+	}
+}
+
+// TestLocalLeases: what the store's leases do that etcd's do not (the
+// package doc's list): exact TTLs, and a revision for every lease
+// operation, a grant, a renewal and the revoke of a lease without keys
+// included.
+func TestLocalLeases(t *testing.T) {
+	db := kvapi.Local(openStoreIn(t, t.TempDir()))
+	ctx := context.Background()
+	info, err := db.Grant(ctx, 1500*time.Millisecond)
+	if err != nil || info.TTL != 1500*time.Millisecond || info.ID != 1 {
+		t.Fatalf("Grant: %+v, %v; want lease 1 (its revision) of 1.5 s", info, err)
+	}
+	if _, err := db.KeepAlive(ctx, info.ID); err != nil {
+		t.Fatal(err)
+	}
+	r, err := db.Revoke(ctx, info.ID)
+	if err != nil || r != 3 {
+		t.Errorf("Revoke: revision %d, %v; want 3 (grant 1, renewal 2)", r, err)
 	}
 }

@@ -54,6 +54,14 @@
 //     revision itself counts as compacted on every etcd release (a watch
 //     from it dropped a delete before etcd-io/etcd#18089 was fixed).
 //     KV.Watch says how it rides out a lost member or leader.
+//   - Leases are etcd's: Grant rounds a TTL up to whole seconds (and the
+//     cluster to its minimum), and the Deadline it returns is the time it
+//     sent the request plus the TTL, which the lease outlives. Only the
+//     end of a lease with keys commits a revision. A put on a lease is a
+//     put WithLease; an add on a key keeps its lease (the put of its sum
+//     is WithIgnoreLease when the key exists). etcd's "lease not found"
+//     is a *kv.LeaseError, matching kv.ErrLeaseNotFound (never
+//     kv.ErrLeaseExpired: etcd does not say why).
 //
 // # How a transaction is built
 //

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math"
 	"sync/atomic"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
@@ -231,6 +232,12 @@ func validate(t *kv.Txn) error {
 			default:
 				return fmt.Errorf("%w: unknown operation kind %d", kv.ErrInvalid, op.Kind)
 			}
+			switch {
+			case op.Lease != 0 && op.Kind != record.KindPut:
+				return fmt.Errorf("%w: a %s on a lease: only a put binds a key to a lease", kv.ErrInvalid, op.Kind)
+			case op.Lease > math.MaxInt64:
+				return fmt.Errorf("%w: etcd has no lease above %d", &kv.LeaseError{ID: op.Lease}, int64(math.MaxInt64))
+			}
 			if seen[string(op.Key)] {
 				return fmt.Errorf("%w: key %q written twice in one branch of a transaction (etcd refuses it)", kvapi.ErrUnsupported, op.Key)
 			}
@@ -352,7 +359,11 @@ func ops(branch []kv.Op, b int, p *plan) []clientv3.Op {
 		key := string(op.Key)
 		switch op.Kind {
 		case record.KindPut:
-			out = append(out, clientv3.OpPut(key, string(op.Value)))
+			var opts []clientv3.OpOption
+			if op.Lease != 0 {
+				opts = append(opts, clientv3.WithLease(clientv3.LeaseID(op.Lease)))
+			}
+			out = append(out, clientv3.OpPut(key, string(op.Value), opts...))
 			p.values[b][i] = op.Value
 		case record.KindDelete:
 			out = append(out, clientv3.OpDelete(key))
@@ -362,7 +373,13 @@ func ops(branch []kv.Op, b int, p *plan) []clientv3.Op {
 				p.poison[b] = err
 				return nil
 			}
-			out = append(out, clientv3.OpPut(key, string(v)))
+			// The sum replaces the value and keeps the key's lease, as
+			// the store's add does: etcd's put would unbind it.
+			var opts []clientv3.OpOption
+			if p.read[key] != nil {
+				opts = append(opts, clientv3.WithIgnoreLease())
+			}
+			out = append(out, clientv3.OpPut(key, string(v), opts...))
 			p.values[b][i] = v
 		}
 	}
@@ -405,7 +422,8 @@ func (k *KV) commit(ctx context.Context, t *kv.Txn, reads []string, p *plan) (kv
 	cmps, then, els := top.Txn()
 	resp, err := k.c.Txn(ctx).If(cmps...).Then(then...).Else(els...).Commit()
 	if err != nil {
-		return kv.TxnResult{}, false, mapErr(err, true)
+		// A put on a lease that ended in the branch taken: refused.
+		return kv.TxnResult{}, false, leaseErr(err, txnLease(t))
 	}
 	rev := kv.Revision(resp.Header.Revision)
 	// The levels around the inner transaction write nothing: the

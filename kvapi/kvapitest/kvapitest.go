@@ -32,6 +32,17 @@
 // Compact (an Option); a canceled context and Close end a watch with
 // context.Canceled and kv.ErrClosed.
 //
+// Leases: Grant's TTL and Deadline; Revoke deleting the keys put on the
+// lease (by PutLease and in a transaction) and no other, at the revision
+// it returns, seen by a watch with their values; an expiry doing the
+// same, no earlier than the Deadline; renewals keeping a lease and its
+// keys past their first deadline (KeepAlive, KeepAliveLoop), deadlines
+// never moving back; an add keeping its key's lease, a put without one
+// unbinding it, an add on a lease kv.ErrInvalid; kv.ErrLeaseNotFound for
+// every operation on an ended or unknown lease and for a put on it,
+// which writes nothing, unless in the branch not taken; kv.ErrInvalid
+// for a TTL out of range.
+//
 // # Differences it accepts
 //
 // Where the embedded store and etcd differ, the suite accepts either of
@@ -43,6 +54,12 @@
 //   - A branch whose operations change nothing (deletes of absent keys):
 //     Committed with the next revision, or not Committed with the
 //     revision unchanged.
+//   - A lease operation that deletes no key (a grant, a revoke of a lease
+//     without keys): a revision of its own, or none.
+//
+// The lease checks take a few seconds (an expiry of a 1 s lease, renewals
+// of a 2 s one past its deadline); a backend's minimum TTL must be at
+// most 1 s.
 //
 // # Usage
 //
@@ -126,6 +143,11 @@ func Run(t *testing.T, open func(t *testing.T) kvapi.KV, opts ...Option) {
 		{"WatchPrefix", testWatchPrefix},
 		{"WatchCompacted", testWatchCompacted},
 		{"WatchEnds", testWatchEnds},
+		{"LeaseRevoke", testLeaseRevoke},
+		{"LeaseBinding", testLeaseBinding},
+		{"LeaseExpiry", testLeaseExpiry},
+		{"LeaseKeepAlive", testLeaseKeepAlive},
+		{"LeaseInvalid", testLeaseInvalid},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
