@@ -56,7 +56,8 @@ const prevTries = 3
 //     revision, which either yields it with its previous value or ends
 //     with a *kv.CompactedError.
 //
-// A from past math.MaxInt64 is kv.ErrInvalid.
+// A from of 0 is the revision after the one a linearizable read sees
+// when the watch starts. A from past math.MaxInt64 is kv.ErrInvalid.
 func (k *KV) Watch(ctx context.Context, prefix []byte, from kv.Revision, o *kvapi.WatchOptions) iter.Seq2[kv.Event, error] {
 	prefix = append([]byte(nil), prefix...)
 	return func(yield func(kv.Event, error) bool) {
@@ -72,7 +73,28 @@ func (k *KV) Watch(ctx context.Context, prefix []byte, from kv.Revision, o *kvap
 		defer cancel(nil)
 		stop := context.AfterFunc(k.done, func() { cancel(kv.ErrClosed) })
 		defer stop()
-		w := &watchState{next: int64(from), prev: o != nil && o.Prev}
+		next := int64(from)
+		if next == 0 {
+			// The next revision to commit: after the cluster's
+			// revision as a linearizable read sees it. An etcd watch
+			// from "now" starts after what its member has applied, which
+			// a lagging follower has not: it would yield changes
+			// acknowledged before the call.
+			resp, err := k.c.Get(wctx, "\x00", clientv3.WithCountOnly())
+			if err != nil {
+				if e := ctx.Err(); e != nil {
+					err = e
+				} else if wctx.Err() != nil {
+					err = kv.ErrClosed
+				} else {
+					err = mapErr(err, false)
+				}
+				yield(kv.Event{}, err)
+				return
+			}
+			next = resp.Header.Revision + 1
+		}
+		w := &watchState{next: next, prev: o != nil && o.Prev}
 		wait := resumeMin
 		for {
 			r := k.watchOnce(wctx, prefix, w, yield)
@@ -116,10 +138,7 @@ func (k *KV) watchOnce(ctx context.Context, prefix []byte, w *watchState, yield 
 	sctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
 	defer cancel()
 	// An empty key with WithPrefix watches every key.
-	opts := []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithCreatedNotify()}
-	if w.next > 0 {
-		opts = append(opts, clientv3.WithRev(max(w.next-1, 1)))
-	}
+	opts := []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithRev(max(w.next-1, 1))}
 	if w.prev {
 		opts = append(opts, clientv3.WithPrevKV())
 	}
@@ -151,7 +170,7 @@ type watchState struct {
 	// next is the revision the watch needs next: its events are yielded,
 	// those of any revision before it are not (the revision before from,
 	// asked for to learn whether from is compacted; revisions yielded
-	// before a resume). 0 until etcd says where a watch from 0 starts.
+	// before a resume).
 	next      int64
 	prev      bool
 	prevTries int // starts again at next for lack of a previous value
@@ -164,9 +183,6 @@ type watchState struct {
 // give (a previous value missing) is left for the watch from w.next.
 func (w *watchState) handle(resp *clientv3.WatchResponse) ([]kv.Event, error, bool) {
 	if resp.Created {
-		if w.next == 0 && resp.Header != nil {
-			w.next = resp.Header.Revision + 1
-		}
 		return nil, nil, false
 	}
 	if resp.CompactRevision != 0 {

@@ -66,10 +66,6 @@ func TestWatchHandle(t *testing.T) {
 		prev  bool
 		steps []step
 	}{
-		{"from 0: where etcd created the watch", 0, false, []step{
-			{resp: clientv3.WatchResponse{Header: &pb.ResponseHeader{Revision: 10}, Created: true}, wantNext: 11},
-			{resp: events(put("a", "1", 11, 11, "")), want: "put a@11=1 c11 v1", wantNext: 12},
-		}},
 		{"the revision before from is dropped; a transaction's events go together", 5, true, []step{
 			{resp: clientv3.WatchResponse{Header: &pb.ResponseHeader{Revision: 9}, Created: true}, wantNext: 5},
 			{resp: events(put("z", "0", 4, 4, ""), put("a", "1", 5, 5, ""), put("a", "2", 5, 6, "1"), del("b", 6, "x")),
