@@ -26,9 +26,11 @@ type watcher struct {
 func (s *suite) watch(prefix []byte, from kv.Revision, o *kvapi.WatchOptions) *watcher {
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &watcher{s: s, events: make(chan kv.Event, 10000), end: make(chan error, 1), cancel: cancel}
-	db := s.db
+	// Watch is called here, before the caller's next write; only the
+	// loop runs on a goroutine of its own.
+	seq := s.db.Watch(ctx, prefix, from, o)
 	go func() {
-		for ev, err := range db.Watch(ctx, prefix, from, o) {
+		for ev, err := range seq {
 			if err != nil {
 				w.end <- err
 				return
