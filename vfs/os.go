@@ -162,6 +162,23 @@ func (osFS) Stat(name string) (os.FileInfo, error) { return os.Stat(name) }
 func (osFS) MkdirAll(dir string, perm os.FileMode) error { return os.MkdirAll(dir, perm) }
 
 func (o osFS) Lock(name string, exclusive bool) (File, error) {
+	// A holder may unlink the lock file before it lets go of it (an open
+	// that failed to create a store removes what it created): a lock
+	// taken on the unlinked file is no lock, and is taken again on the
+	// file the name now holds.
+	for range 100 {
+		f, err := o.lockOnce(name, exclusive)
+		if err != errLockStale {
+			return f, err
+		}
+	}
+	return nil, &os.PathError{Op: "flock", Path: name, Err: errors.New("the lock file keeps being replaced")}
+}
+
+// errLockStale is lockOnce's: the file locked is no longer under name.
+var errLockStale = errors.New("vfs: lock file replaced")
+
+func (o osFS) lockOnce(name string, exclusive bool) (File, error) {
 	// O_NOFOLLOW: the holder truncates and writes the lock file, which must
 	// never reach a file outside the directory through a planted symlink.
 	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW|unix.O_CLOEXEC, o.mode())
@@ -184,6 +201,12 @@ func (o osFS) Lock(name string, exclusive bool) (File, error) {
 			return nil, &os.PathError{Op: "flock", Path: name, Err: ErrLocked}
 		}
 		return nil, &os.PathError{Op: "flock", Path: name, Err: err}
+	}
+	var held, named unix.Stat_t
+	if unix.Fstat(int(f.Fd()), &held) != nil || unix.Lstat(name, &named) != nil ||
+		held.Ino != named.Ino || held.Dev != named.Dev {
+		f.Close()
+		return nil, errLockStale
 	}
 	return &osFile{f: f}, nil
 }

@@ -24,7 +24,7 @@ func SyncDir(fsys FS, dir string) error {
 }
 
 // Publish atomically replaces dir/name with the bytes that write produces:
-// it removes a stale dir/name.tmp, creates dir/name.tmp afresh, calls write
+// it removes a stale dir/name.tmp (durably), creates dir/name.tmp afresh, calls write
 // with a buffered writer on it, syncs it, renames it to dir/name and syncs
 // dir. When Publish returns nil the new contents are durable under
 // dir/name; after a crash at any point dir/name holds either its old or
@@ -33,9 +33,16 @@ func Publish(fsys FS, dir, name string, write func(w io.Writer) error) error {
 	final := path.Join(dir, name)
 	tmp := final + ".tmp"
 	// A stale tmp from a crashed writer is never trusted; Create needs the
-	// name free. Its removal need not be durable: a tmp that comes back is
-	// removed again.
-	if err := fsys.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	// name free. Its removal is made durable before a new tmp takes the
+	// name: a crash that kept the rename below but lost the removal and
+	// the create (a file system may persist namespace operations in any
+	// order a crash model allows) would otherwise move the stale file
+	// into place.
+	err := fsys.Remove(tmp)
+	if err == nil {
+		err = SyncDir(fsys, dir)
+	}
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
 	f, err := fsys.Create(tmp)
