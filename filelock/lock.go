@@ -81,13 +81,16 @@ type Locker struct {
 // Open returns a Locker on the kv data directory dir, for a process that
 // does not keep the store open: each operation opens the store (waiting
 // for its writer lock as long as its context allows), commits, and
-// closes it. It creates dir as a store if it does not exist, and refuses
-// a directory on a network file system.
+// closes it. It creates dir as a store if it does not hold one (it is
+// missing or empty), and refuses a directory on a network file system.
 func Open(dir string, opts ...Option) (*Locker, error) {
 	o := buildOptions(opts)
-	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
-		// The store creates the directory and makes its name durable;
-		// making it here would not.
+	if _, err := os.Stat(filepath.Join(dir, HolderDirName)); errors.Is(err, fs.ErrNotExist) {
+		// No holder directory yet, so perhaps no store: the store comes
+		// first, since kv refuses to create one in a directory that
+		// holds files (the holder directory). The store creates the
+		// directory and makes its name durable; making it here would
+		// not.
 		so := o.store
 		so.ReadOnly = false
 		s, err := kv.Open(dir, &so)

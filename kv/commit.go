@@ -165,6 +165,7 @@ const markDelay = time.Millisecond
 // failStop records the first write or sync failure; from then on every
 // write returns ErrFailed.
 func (c *committer) failStop(err error) {
+	err = withSpaceHint(c.dir, err)
 	if c.failed.CompareAndSwap(nil, &err) {
 		c.log.Error("log write failed; refusing writes until reopened", "dir", c.dir, "err", err)
 		c.hist.finish(fmt.Errorf("%w: %w", ErrFailed, err))

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/kvstore/kv/internal/corrupt"
+	"github.com/kvstore/kv/recovery"
 )
 
 // ErrNotFound is returned by Get, Delete and fenced writes when the key
@@ -19,6 +20,18 @@ var ErrClosed = errors.New("kv: store closed")
 // ErrLocked is returned by Open when another process has the directory
 // open (its error is a *LockedError naming the holder's pid).
 var ErrLocked = errors.New("kv: directory locked by another process")
+
+// ErrNotDataDir is matched by the error of Open on a directory that holds
+// files and is not a kv data directory (FORMAT.md, "The data directory"):
+// nothing in it was read as data, changed or created. The error is a
+// *recovery.NotDataDirError naming the directory and a few of its files.
+var ErrNotDataDir = recovery.ErrNotDataDir
+
+// ErrNoStore is matched by the error of Open on a directory that is
+// missing or empty when Options.NoCreate or ReadOnly forbids creating a
+// store there. The error is a *recovery.NoStoreError naming the
+// directory.
+var ErrNoStore = recovery.ErrNoStore
 
 // ErrFenced is returned by a fenced write when the fence key's revision is
 // no longer the token the writer holds: the writer has lost its lock and

@@ -385,9 +385,17 @@ func (d *matrixDir) cases(seed uint64) []matrixDamage {
 		del := matrixDamage{kind: "delete", name: "delete " + name, file: name, first: -1, expect: mustRefuse, errFrom: -2,
 			apply: func(files map[string][]byte) { delete(files, name) }}
 		switch {
+		case name == recovery.MarkerName:
+			// The store is adopted as one made before the marker
+			// existed, and the marker written again.
+			del.expect, del.keep = mustAccept, len(d.ops)
 		case !isSeg:
 			del.errFile = wal.SegmentName(1) // the segments no longer start at 1
-		case seg == d.newest && (seg-1 > d.covered || d.snapRev == 0 && seg == 1):
+		case seg == 1 && d.snapRev == 0:
+			// The marker says a store was created here: its first
+			// segment was durable before the marker was written.
+			del.errFile = name
+		case seg == d.newest && seg-1 > d.covered:
 			// A crash before the newest segment's name was durable; none
 			// of its records was acknowledged then.
 			del.expect, del.keep = mustAccept, d.lastOp[seg-1]
@@ -588,7 +596,7 @@ func (d *matrixDir) runCase(tb testing.TB, c matrixDamage, bug variant.Bug) (out
 	}
 	// No revision the damaged files held may be given again: the skip
 	// is above all of them.
-	if int(plan.Skip) <= len(d.ops) {
+	if int(plan.Skip) <= len(d.ops) && holdsRevisions(before) {
 		problem("the repair's skip to revision %d does not pass revision %d, which the log held", plan.Skip, len(d.ops))
 	}
 	return out, problems
@@ -822,4 +830,17 @@ func onlyZerosReplaced(before, after string) bool {
 		p++
 	}
 	return strings.Trim(before[p:], "\x00") == ""
+}
+
+// holdsRevisions reports whether any of files (a directory's, by name) is
+// a segment or a snapshot: when every one of them was deleted, nothing
+// tells a repair which revisions they held, and its skip cannot pass
+// them.
+func holdsRevisions(files map[string]string) bool {
+	for n := range files {
+		if _, ok := wal.ParseSegmentName(n); ok || n == snapshot.Name {
+			return true
+		}
+	}
+	return false
 }

@@ -92,6 +92,13 @@ type Options struct {
 	// zeros over it, so that an fdatasync of records written there
 	// flushes data alone, not the file size or the file system's extents).
 	NoPreallocate bool
+	// NoCreate makes Open refuse, with an error matching ErrNoStore, a
+	// directory that holds no store (missing, or empty), instead of
+	// creating a store there. Set it wherever a mistyped path must not
+	// become a new, empty store: a command that reads, or a program that
+	// expects its data to be there. A directory that holds other files
+	// is refused either way (ErrNotDataDir).
+	NoCreate bool
 	// ReadOnly recovers in memory, writes nothing, and takes a shared
 	// lock when it can; every write returns ErrReadOnly. It shows only
 	// what is durable: the records of the newest segment that a later

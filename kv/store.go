@@ -20,7 +20,7 @@ import (
 )
 
 // LockName is the lock file's name in the data directory.
-const LockName = "LOCK"
+const LockName = recovery.LockName
 
 // Store is an open data directory. It keeps the whole map in memory and
 // makes every acknowledged write durable through the write-ahead log. It
@@ -55,11 +55,20 @@ type Store struct {
 	recovery recovery.Result
 }
 
-// Open opens the store in dir, creating the directory if needed: it takes
-// the directory's lock and runs recovery. opts may be nil. It returns
-// once the state is in memory; the ordered tree behind Scan may still be
-// building on another goroutine (bench/README.md has its time for a
-// million keys), and a Scan waits for it.
+// Open opens the store in dir: it takes the directory's lock and runs
+// recovery. opts may be nil. It returns once the state is in memory; the
+// ordered tree behind Scan may still be building on another goroutine
+// (bench/README.md has its time for a million keys), and a Scan waits for
+// it.
+//
+// A directory that is missing or empty gets a new store (and the
+// directory, with its parents, is created), unless Options.NoCreate or
+// ReadOnly is set: then Open fails with an error matching ErrNoStore. A
+// directory that holds files and is not a store (FORMAT.md, "The data
+// directory") fails with an error matching ErrNotDataDir, before anything
+// in it is read as data or created, LOCK included. An Open that fails
+// while creating a store removes what it created, the directory included
+// when it made it: a failed Open leaves the directory as it found it.
 func Open(dir string, opts *Options) (*Store, error) {
 	return OpenContext(context.Background(), dir, opts)
 }
@@ -73,18 +82,40 @@ func OpenContext(ctx context.Context, dir string, opts *Options) (*Store, error)
 	}
 	s := &Store{dir: dir, opts: o, fs: o.fs(), log: o.logger(), maxRecord: o.walOptions().MaxRecordSize,
 		closeDone: make(chan struct{})}
-	if err := s.makeDir(); err != nil {
+	// Whether there is a store here is asked before anything is created,
+	// the lock file included; recovery asks again under the lock.
+	kind, err := recovery.Identify(s.fs, dir)
+	if err != nil {
 		return nil, err
 	}
+	if !kind.HoldsStore() && (o.NoCreate || o.ReadOnly) {
+		why := "Options.NoCreate forbids creating one"
+		if o.ReadOnly {
+			why = "a read-only open creates nothing"
+		}
+		return nil, &recovery.NoStoreError{Dir: dir, Missing: kind == recovery.DirMissing, Why: why}
+	}
+	undo, err := s.prepareDir(kind)
+	if err != nil {
+		return nil, describeOpenError(dir, err)
+	}
 	if err := s.takeLock(ctx); err != nil {
-		return nil, err
+		// The lock is not ours: nor is LOCK, which another process may
+		// hold. Only a directory that is still empty goes.
+		undo.removeDir(s.fs)
+		return nil, describeOpenError(dir, err)
 	}
 	res, err := recovery.Recover(s.fs, dir, recovery.Options{
 		WAL: o.walOptions(), ReadOnly: o.ReadOnly, Logger: s.log, DeferCheckpoint: true,
+		NoCreate: o.NoCreate,
 	})
 	if err != nil {
+		// The files of a store whose creation failed go, LOCK last,
+		// while the lock is held.
+		undo.run(s.fs)
 		s.unlock()
-		return nil, err
+		undo.removeDir(s.fs)
+		return nil, describeOpenError(dir, err)
 	}
 	s.recovery = *res
 	s.recovery.Map, s.recovery.Writer, s.recovery.Leases = nil, nil, nil
@@ -107,16 +138,47 @@ func OpenContext(ctx context.Context, dir string, opts *Options) (*Store, error)
 	return s, nil
 }
 
-func (s *Store) makeDir() error {
-	if _, err := s.fs.Stat(s.dir); err == nil || !errors.Is(err, fs.ErrNotExist) || s.opts.ReadOnly {
-		return err
+// prepareDir makes the directory when it is missing, and returns what to
+// undo if the open fails: when the open creates a store (kind is missing
+// or empty), every file the open adds, and the directory if it made it.
+func (s *Store) prepareDir(kind recovery.DirKind) (*openUndo, error) {
+	u := &openUndo{dir: s.dir}
+	switch kind {
+	case recovery.DirEmpty:
+		names, err := s.fs.List(s.dir)
+		if err != nil {
+			return nil, err
+		}
+		u.creating, u.before = true, names
+	case recovery.DirMissing:
+		if s.opts.ReadOnly {
+			return u, nil
+		}
+		// The first missing ancestor, the one whose removal undoes
+		// MkdirAll.
+		top := path.Clean(s.dir)
+		for p := path.Dir(top); p != top; p = path.Dir(p) {
+			_, err := s.fs.Stat(p)
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, fs.ErrNotExist) {
+				return nil, err
+			}
+			top = p
+		}
+		if err := s.fs.MkdirAll(s.dir, s.opts.dirMode()); err != nil {
+			return nil, err
+		}
+		u.creating, u.madeTop = true, top
+		// The new directory's own name must survive a power loss, or the
+		// records acknowledged in it would vanish with it.
+		if err := vfs.SyncDir(s.fs, path.Dir(top)); err != nil {
+			u.removeDir(s.fs)
+			return nil, err
+		}
 	}
-	if err := s.fs.MkdirAll(s.dir, s.opts.dirMode()); err != nil {
-		return err
-	}
-	// The new directory's own name must survive a power loss, or the
-	// records acknowledged in it would vanish with it.
-	return vfs.SyncDir(s.fs, path.Dir(path.Clean(s.dir)))
+	return u, nil
 }
 
 func (s *Store) takeLock(ctx context.Context) error {

@@ -80,7 +80,7 @@ func TestArticleWorkload(t *testing.T) {
 		}
 		res.Writer.Close()
 		names, _ := fsys.List(dir)
-		if diff := cmp.Diff([]string{"log.000002", "snapshot"}, names); diff != "" {
+		if diff := cmp.Diff([]string{"KVSTORE", "log.000002", "snapshot"}, names); diff != "" {
 			t.Errorf("recovery %d: files (-want +got):\n%s", i+1, diff)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"path"
 
 	"github.com/kvstore/kv/record"
 	"github.com/kvstore/kv/snapshot"
@@ -43,7 +44,13 @@ type SegmentReport struct {
 
 // Report is what Check found.
 type Report struct {
-	Dir         string
+	Dir string
+	// Marked reports that the directory holds the marker (MarkerName);
+	// a store without one is read too (see DirUnmarked).
+	Marked bool
+	// MarkerErr is the damage of a marker that does not hold the
+	// marker's bytes (ErrMarkerCorrupt), if any.
+	MarkerErr   error
 	HasSnapshot bool
 	Snapshot    snapshot.Meta
 	SnapshotErr error
@@ -97,9 +104,24 @@ func Check(fsys vfs.FS, dir string) (*Report, error) {
 var errUnclean = errors.New("recovery: problems found")
 
 func checkOnce(fsys vfs.FS, dir string) (*Report, error) {
-	rep := &Report{Dir: dir}
+	kind, err := Identify(fsys, dir)
+	var markerErr error
+	if kind == DirMarked && IsCorrupt(err) {
+		markerErr, err = err, nil // reported below, with the rest
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !kind.HoldsStore() {
+		return nil, &NoStoreError{Dir: dir, Missing: kind == DirMissing}
+	}
+	rep := &Report{Dir: dir, Marked: kind == DirMarked}
+	if markerErr != nil {
+		rep.Problems = append(rep.Problems, problemOf(markerErr, path.Join(dir, MarkerName)))
+		rep.MarkerErr = markerErr
+	}
 	m, leases := record.NewMap(), record.NewLeases()
-	err := snapshot.ReadLeases(fsys, dir,
+	err = snapshot.ReadLeases(fsys, dir,
 		func(meta snapshot.Meta) error { rep.Snapshot = meta; return nil },
 		func(le *record.Lease) error { return leases.Load(le) },
 		func(e *record.Entry) error { m.Load(e); return nil })
@@ -132,6 +154,8 @@ func checkOnce(fsys vfs.FS, dir string) (*Report, error) {
 	} else if rep.HasSnapshot && rep.SnapshotErr == nil && len(live) == 0 {
 		rep.Problems = append(rep.Problems, Problem{File: wal.SegmentPath(dir, covered+1), Offset: -1, Corrupt: true,
 			Reason: fmt.Sprintf("segment missing: the snapshot covers %s", wal.SegmentName(covered))})
+	} else if err := firstSegmentMissing(dir, rep.Marked, rep.HasSnapshot, live); err != nil {
+		rep.Problems = append(rep.Problems, problemOf(err, ""))
 	}
 	rd := &wal.Reader{FS: fsys, Dir: dir}
 	broken := rep.SnapshotErr != nil

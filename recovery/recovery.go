@@ -38,6 +38,11 @@ type Options struct {
 	// directory is then as a running store leaves it between two
 	// checkpoints, so a later recovery replays the same segments again.
 	DeferCheckpoint bool
+	// NoCreate makes Recover refuse a directory that holds no store (it
+	// is missing, or empty: see DirEmpty) with an error matching
+	// ErrNoStore, instead of creating a store in it. A ReadOnly Recover
+	// never creates one.
+	NoCreate bool
 }
 
 // Result is what Recover found and did.
@@ -78,6 +83,11 @@ type Result struct {
 	Deleted []wal.SegmentNum
 	// Duration is the wall time of the recovery.
 	Duration time.Duration
+	// Created is set when the directory held no store (DirEmpty) and
+	// Recover created one; Marked when it wrote the marker (a new store,
+	// or one it adopted).
+	Created bool
+	Marked  bool
 }
 
 // Recover opens the data directory dir: it loads the snapshot, replays the
@@ -115,6 +125,18 @@ func recoverOnce(fsys vfs.FS, dir string, opts Options) (*Result, error) {
 	// Loading and replaying need point lookups only: the ordered tree is
 	// built once, at the end, with the keys in order.
 	m.Defer()
+
+	// 0. Is it a store? Nothing that is not one is read as data or
+	// changed.
+	kind, err := Identify(fsys, dir)
+	if err != nil {
+		return nil, err
+	}
+	if !kind.HoldsStore() && (opts.ReadOnly || opts.NoCreate) {
+		return nil, noStore(dir, kind, opts.ReadOnly)
+	}
+	marked := kind == DirMarked
+	res.Created = kind == DirEmpty
 
 	// 1. What is there.
 	names, err := fsys.List(dir)
@@ -184,6 +206,9 @@ func recoverOnce(fsys vfs.FS, dir string, opts Options) (*Result, error) {
 			return nil, &wal.CorruptError{Err: wal.ErrCorrupt, File: wal.SegmentPath(dir, covered+1), Offset: -1,
 				Reason: fmt.Sprintf("segment missing: the snapshot covers %s, so %s must exist",
 					wal.SegmentName(covered), wal.SegmentName(covered+1))}
+		}
+		if err := firstSegmentMissing(dir, marked, res.HadSnapshot, live); err != nil {
+			return nil, err
 		}
 	}
 
@@ -286,7 +311,7 @@ func recoverOnce(fsys vfs.FS, dir string, opts Options) (*Result, error) {
 		// the first one.
 		var w *wal.Writer
 		if len(live) == 0 {
-			w, err = wal.Create(fsys, dir, covered+1, opts.WAL)
+			w, err = createSegment(fsys, dir, covered+1, opts.WAL)
 		} else {
 			w, err = wal.OpenAppend(fsys, dir, last, opts.WAL)
 		}
@@ -303,6 +328,17 @@ func recoverOnce(fsys vfs.FS, dir string, opts Options) (*Result, error) {
 			res.Writer.Close()
 			return nil, err
 		}
+	}
+	// 9. The marker, last: a directory that holds it holds a first
+	// segment or a snapshot, durably, so that losing every one of them
+	// is found (a store being created, or one made before the marker
+	// existed, gets it here).
+	if !marked {
+		if err := writeMarker(fsys, dir); err != nil {
+			res.Writer.Close()
+			return nil, err
+		}
+		res.Marked = true
 	}
 	res.Duration = time.Since(start)
 	logSummary(log, dir, res)
@@ -324,7 +360,7 @@ func sealAndNext(fsys vfs.FS, dir string, opts Options, last wal.SegmentInfo) (*
 	// 6b. The next segment, durable (Create syncs the directory), before
 	// the snapshot that says the segments before it are covered: a
 	// snapshot covering N implies that segment N+1 exists.
-	return wal.Create(fsys, dir, last.Segment+1, opts.WAL)
+	return createSegment(fsys, dir, last.Segment+1, opts.WAL)
 }
 
 // checkpoint seals the newest segment, starts the next, writes a snapshot

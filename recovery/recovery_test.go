@@ -25,9 +25,10 @@ func TestEmptyDirectory(t *testing.T) {
 		t.Errorf("appending to segment %s, want 000001", got)
 	}
 	res.Writer.Close()
-	// The new segment survives a power loss: Create synced the directory.
+	// The new segment and the marker survive a power loss: Create
+	// synced the directory, and so did the marker's publication.
 	crashed := fsys.CrashClone()
-	if diff := cmp.Diff([]string{"log.000001"}, mustList(t, crashed, dir)); diff != "" {
+	if diff := cmp.Diff([]string{"KVSTORE", "log.000001"}, mustList(t, crashed, dir)); diff != "" {
 		t.Errorf("after power loss (-want +got):\n%s", diff)
 	}
 	res, err = recovery.Recover(crashed, dir, recovery.Options{})
@@ -109,7 +110,7 @@ func TestLeftoversRemoved(t *testing.T) {
 	if res.Replayed != 0 || !cmp.Equal(res.Deleted, []wal.SegmentNum{1}) {
 		t.Errorf("replayed %d, deleted %v; want 0 and [1]", res.Replayed, res.Deleted)
 	}
-	if diff := cmp.Diff([]string{"log.000002", "snapshot"}, mustList(t, fsys, dir)); diff != "" {
+	if diff := cmp.Diff([]string{"KVSTORE", "log.000002", "snapshot"}, mustList(t, fsys, dir)); diff != "" {
 		t.Errorf("files (-want +got):\n%s", diff)
 	}
 }

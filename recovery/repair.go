@@ -99,15 +99,67 @@ func (p *RepairPlan) Empty() bool { return len(p.actions) == 0 }
 // exclusively (the store's LOCK file) from PlanRepair through Apply, so
 // that the names stay free; Apply checks again and refuses to replace
 // anything.
+//
+// A damaged marker (ErrMarkerCorrupt) is moved aside and written again,
+// after the rest of the plan; when it is the only damage, the plan ends
+// the log with a skip first, as every repair does.
 func PlanRepair(fsys vfs.FS, dir string) (*RepairPlan, error) {
 	rep, err := Check(fsys, dir)
 	if err != nil {
 		return nil, err
 	}
-	p := &RepairPlan{}
 	if rep.Clean() {
-		return p, nil
+		return &RepairPlan{}, nil
 	}
+	var p *RepairPlan
+	if rep.MarkerErr != nil && len(rep.Problems) == 1 {
+		p, err = planMarkerOnly(fsys, dir, rep)
+	} else {
+		p, err = planLog(fsys, dir, rep)
+	}
+	if err != nil || rep.MarkerErr == nil {
+		return p, err
+	}
+	// The marker last, before the plan's final directory sync: until it
+	// is replaced, recovery refuses the directory, so no crash leaves it
+	// recoverable without the rest of the repair.
+	last := len(p.actions) - 1
+	syncDesc, syncAction := p.Steps[last], p.actions[last]
+	p.Steps, p.actions = p.Steps[:last], p.actions[:last]
+	if err := p.moveAside(fsys, path.Join(dir, MarkerName)); err != nil {
+		return nil, err
+	}
+	p.add("write a new "+path.Join(dir, MarkerName), func(fsys vfs.FS) error { return writeMarker(fsys, dir) })
+	p.add(syncDesc, syncAction)
+	return p, nil
+}
+
+// planMarkerOnly plans the repair of a directory whose only damage is its
+// marker: the log ends with a skip, as after every repair, and keeps
+// every record.
+func planMarkerOnly(fsys vfs.FS, dir string, rep *Report) (*RepairPlan, error) {
+	p := &RepairPlan{KeepThrough: rep.Snapshot.Revision}
+	var last *SegmentReport
+	for i, s := range rep.Segments {
+		if !s.Covered {
+			p.KeepThrough = max(p.KeepThrough, s.LastRev)
+			last = &rep.Segments[i]
+		}
+	}
+	if last == nil {
+		return nil, fmt.Errorf("recovery: no plan for %v", rep.Problems)
+	}
+	if err := p.floor(fsys, dir); err != nil {
+		return nil, err
+	}
+	p.skipAtEnd(dir, *last, skipPayload(p.Skip))
+	p.add("sync "+dir, func(fsys vfs.FS) error { return vfs.SyncDir(fsys, dir) })
+	return p, nil
+}
+
+// planLog plans the repair of damage in the log or the snapshot.
+func planLog(fsys vfs.FS, dir string, rep *Report) (*RepairPlan, error) {
+	p := &RepairPlan{}
 	segs := rep.Segments
 	if rep.SnapshotErr != nil {
 		return planSnapshot(fsys, dir, rep, p)

@@ -299,6 +299,10 @@ func TestReadAfterCrashedWriter(t *testing.T) {
 // whether kv or cobra finds it, and a failed command with exitFailed.
 func TestExitCodes(t *testing.T) {
 	dir := t.TempDir()
+	store := filepath.Join(t.TempDir(), "store")
+	if code, _, stderr := kvRun(t, "", store, "put", "a", "1"); code != 0 {
+		t.Fatal(stderr)
+	}
 	tests := []struct {
 		name   string
 		args   []string
@@ -314,7 +318,8 @@ func TestExitCodes(t *testing.T) {
 		{"too many arguments", []string{"killtest", "recovery", "extra"}, exitUsage, "wrong number of arguments"},
 		{"cobra's argument check", []string{"completion", "bash", "extra"}, exitUsage, `unknown command "extra"`},
 		{"bad flag value", []string{"--sync", "sometimes", dir, "put", "k", "v"}, exitUsage, "--sync"},
-		{"missing key", []string{dir, "get", "k"}, exitFailed, "key k not found"},
+		{"missing key", []string{store, "get", "k"}, exitFailed, "key k not found"},
+		{"not a store", []string{dir, "get", "k"}, exitFailed, "no kv store in " + dir},
 		{"no such directory", []string{filepath.Join(dir, "none"), "dump"}, exitFailed, "no such data directory"},
 	}
 	for _, tc := range tests {

@@ -11,6 +11,7 @@ import (
 	"github.com/kvstore/kv/internal/opmodel"
 	"github.com/kvstore/kv/internal/variant"
 	"github.com/kvstore/kv/kv"
+	"github.com/kvstore/kv/recovery"
 	"github.com/kvstore/kv/snapshot"
 	"github.com/kvstore/kv/vfs"
 	"github.com/spf13/cobra"
@@ -67,7 +68,9 @@ func listing(dir string) string {
 	}
 	var out []string
 	for _, n := range names {
-		if n != kv.LockName {
+		// The lock and the marker are there throughout: the story is in
+		// the segments and the snapshot.
+		if n != kv.LockName && n != recovery.MarkerName {
 			out = append(out, n)
 		}
 	}

@@ -38,6 +38,12 @@ drops committed records. A torn tail needs no repair: recovery cuts it.`,
 			if err := requireDir(dir); err != nil {
 				return err
 			}
+			// A directory that is not a store gets no LOCK either.
+			if kind, err := recovery.Identify(vfs.OS, dir); err != nil && !recovery.IsCorrupt(err) {
+				return err
+			} else if !kind.HoldsStore() {
+				return &recovery.NoStoreError{Dir: dir, Missing: kind == recovery.DirMissing}
+			}
 			lock, err := vfs.OS.Lock(path.Join(dir, kv.LockName), true)
 			if err != nil {
 				if errors.Is(err, vfs.ErrLocked) {

@@ -1,0 +1,26 @@
+package snapshot
+
+import (
+	"io"
+
+	"github.com/kvstore/kv/vfs"
+)
+
+// Sniff reports whether the file name starts with the snapshot's magic
+// (of any version): whether a snapshot writer wrote it. It reads six
+// bytes and checks nothing else; a damaged snapshot is still one.
+func Sniff(fsys vfs.FS, name string) (bool, error) {
+	f, err := fsys.Open(name)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	var b [len(magic)]byte
+	if n, err := f.ReadAt(b[:], 0); n < len(b) {
+		if err == io.EOF {
+			err = nil
+		}
+		return false, err
+	}
+	return b == magic, nil
+}
