@@ -64,7 +64,10 @@ var bugCases = []struct {
 	{variant.RenameBeforeFsync, "recovery", Machine, false, "rename snapshot.tmp -> snapshot", "corrupt snapshot"},
 	{variant.UnlinkEarly, "recovery", Process, false, "unlink log.000001", "segment missing"},
 	{variant.TrustTmp, "recovery", Process, false, "create snapshot.tmp", "corrupt snapshot"},
-	{variant.TornAsCorrupt, "torn-recovery", Process, false, "create log.000002", "corrupt log: /data/log.000001 at offset"},
+	// The torn segment followed by an empty one is a rotation cut short,
+	// which recovery accepts; the variant shows once the checkpoint after
+	// the recovery rotates again, leaving the torn tail two segments back.
+	{variant.TornAsCorrupt, "torn-recovery", Process, false, "create log.000003", "corrupt log: /data/log.000001 at offset"},
 	{variant.TornAsCorrupt, "writes", Machine, true, "create log.", "corrupt log"},
 	{variant.LeaseGrace, "leases", Process, false, "write", `instead of "ttl 4s deadline t0+5`},
 	{variant.LeaseGrace, "leases", Machine, false, "write", `instead of "ttl 4s deadline t0+5`},

@@ -38,7 +38,7 @@ var goldenScenarios = []struct {
 }{
 	{
 		name:  "open-empty",
-		about: "Open of an empty directory, then Close.",
+		about: "Open of an empty directory: the first segment, then the marker; then Close.",
 		run: func(r *traceRun) {
 			r.open()
 			r.close()
@@ -57,7 +57,7 @@ var goldenScenarios = []struct {
 	},
 	{
 		name:  "rotation",
-		about: "The second put finds the segment past SegmentSize (64 bytes): seal, sync, next segment, directory sync, then the put.",
+		about: "The second put finds the segment past SegmentSize (64 bytes): next segment, its header synced, directory sync, then the seal of the first, synced, then the put.",
 		opts:  kv.Options{SegmentSize: 64},
 		run: func(r *traceRun) {
 			r.open()

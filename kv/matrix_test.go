@@ -391,16 +391,12 @@ func (d *matrixDir) cases(seed uint64) []matrixDamage {
 			del.expect, del.keep = mustAccept, len(d.ops)
 		case !isSeg:
 			del.errFile = wal.SegmentName(1) // the segments no longer start at 1
-		case seg == 1 && d.snapRev == 0:
-			// The marker says a store was created here: its first
-			// segment was durable before the marker was written.
-			del.errFile = name
-		case seg == d.newest && seg-1 > d.covered:
-			// A crash before the newest segment's name was durable; none
-			// of its records was acknowledged then.
-			del.expect, del.keep = mustAccept, d.lastOp[seg-1]
 		default:
-			del.errFile = name // a gap, or the segment after the covered one missing
+			// A gap; or the segment after the covered one missing; or
+			// the newest, which a crash never loses: the one before it
+			// was sealed only once it existed durably (without a
+			// snapshot, the marker says log.000001 existed).
+			del.errFile = name
 		}
 		out = append(out, del)
 		if !isSeg {
@@ -596,7 +592,7 @@ func (d *matrixDir) runCase(tb testing.TB, c matrixDamage, bug variant.Bug) (out
 	}
 	// No revision the damaged files held may be given again: the skip
 	// is above all of them.
-	if int(plan.Skip) <= len(d.ops) && holdsRevisions(before) {
+	if int(plan.Skip) <= len(d.ops) {
 		problem("the repair's skip to revision %d does not pass revision %d, which the log held", plan.Skip, len(d.ops))
 	}
 	return out, problems
@@ -830,17 +826,4 @@ func onlyZerosReplaced(before, after string) bool {
 		p++
 	}
 	return strings.Trim(before[p:], "\x00") == ""
-}
-
-// holdsRevisions reports whether any of files (a directory's, by name) is
-// a segment or a snapshot: when every one of them was deleted, nothing
-// tells a repair which revisions they held, and its skip cannot pass
-// them.
-func holdsRevisions(files map[string]string) bool {
-	for n := range files {
-		if _, ok := wal.ParseSegmentName(n); ok || n == snapshot.Name {
-			return true
-		}
-	}
-	return false
 }

@@ -159,12 +159,16 @@ func checkOnce(fsys vfs.FS, dir string) (*Report, error) {
 	}
 	rd := &wal.Reader{FS: fsys, Dir: dir}
 	broken := rep.SnapshotErr != nil
+	var infos []wal.SegmentInfo // the live segments', while they read whole
+	liveBroken := false
 	for i, s := range segs {
 		sr := SegmentReport{Segment: s, Covered: s <= covered}
-		newest := i == len(segs)-1
+		// The newest segment may end torn, and the one before it when a
+		// rotation was cut short (see logEnd).
+		tail := i >= len(segs)-2 && !sr.Covered
 		file := wal.SegmentPath(dir, s)
 		apply := !sr.Covered && !broken
-		info, err := rd.Scan(s, newest, func(r wal.Record) error {
+		info, err := rd.Scan(s, tail, func(r wal.Record) error {
 			rec, err := record.Decode(r.Payload)
 			if err != nil {
 				return &wal.CorruptError{Err: record.ErrCorrupt, File: file, Offset: r.Offset, Reason: err.Error()}
@@ -198,15 +202,30 @@ func checkOnce(fsys vfs.FS, dir string) (*Report, error) {
 				return nil, err
 			}
 			sr.Err = err
+			if n := len(infos); i == len(segs)-1 && n > 0 && !infos[n-1].Sealed && infos[n-1].Segment+1 == s {
+				// Damage in the newest segment while the one before it
+				// is not sealed: the log breaks first at the end of
+				// that one (see Recover).
+				err = unsealedBefore(dir, infos[n-1], s)
+			}
 			if !sr.Covered {
 				rep.Problems = append(rep.Problems, problemOf(err, file))
-				broken = true
+				broken, liveBroken = true, true
 			}
-		} else if info.Torn && !sr.Covered {
-			rep.Problems = append(rep.Problems, Problem{File: file, Offset: info.End,
-				Reason: "torn tail (crash damage; recovery cuts it): " + info.TornReason})
+		} else if !sr.Covered {
+			infos = append(infos, info)
 		}
 		rep.Segments = append(rep.Segments, sr)
+	}
+	if !liveBroken {
+		last, _, err := logEnd(dir, infos, rep.Marked)
+		switch {
+		case err != nil:
+			rep.Problems = append(rep.Problems, problemOf(err, ""))
+		case last.Torn:
+			rep.Problems = append(rep.Problems, Problem{File: wal.SegmentPath(dir, last.Segment), Offset: last.End,
+				Reason: "torn tail (crash damage; recovery cuts it): " + last.TornReason})
+		}
 	}
 	if rep.Clean() {
 		rep.Keys, rep.Bytes, rep.Revision = m.Len(), m.Bytes(), m.Revision()

@@ -213,28 +213,34 @@ func recoverOnce(fsys vfs.FS, dir string, opts Options) (*Result, error) {
 	}
 
 	// 4. Replay the live segments in order, exactly once. Only the newest
-	// may end in a torn tail.
+	// may end in a torn tail, and the one before it when a rotation was
+	// cut short (it is not sealed and the newest holds no record yet:
+	// FORMAT.md, "Rotation"); logEnd checks which once both are read.
 	rd := &wal.Reader{FS: fsys, Dir: dir, MaxRecordSize: opts.WAL.MaxRecordSize}
-	var last wal.SegmentInfo
+	infos := make([]wal.SegmentInfo, 0, len(live))
 	rp := &replayer{m: m, leases: res.Leases, lax: lax, rev: m.Revision()}
 	for i, s := range live {
 		newest := i == len(live)-1
+		tail := i >= len(live)-2
 		file := wal.SegmentPath(dir, s)
 		// A read-only open shows only what is durable: in the newest
-		// segment, the records that end where a later record (a mark, if
-		// nothing else) claims the segment synced. The others may be in
-		// the page cache alone: a live writer's group whose fdatasync
-		// has not returned, a crashed process's last writes, or pages a
-		// failed fdatasync left behind, which a power loss takes back.
+		// segment, and in the one before it if it is not sealed, the
+		// records that end where a later record (a mark, if nothing
+		// else) claims the segment synced. The others may be in the page
+		// cache alone: a live writer's group whose fdatasync has not
+		// returned, a crashed process's last writes, or pages a failed
+		// fdatasync left behind, which a power loss takes back.
 		limit := int64(-1)
-		if newest && opts.ReadOnly {
+		if tail && opts.ReadOnly {
 			info, err := rd.Scan(s, true, nil)
 			if err != nil {
 				return nil, err
 			}
-			limit = info.Synced
+			if newest || !info.Sealed {
+				limit = info.Synced
+			}
 		}
-		info, err := rd.Scan(s, newest, func(r wal.Record) error {
+		info, err := rd.Scan(s, tail, func(r wal.Record) error {
 			if limit >= 0 && r.End() > limit {
 				res.Unvouched++
 				return nil
@@ -248,6 +254,11 @@ func recoverOnce(fsys vfs.FS, dir string, opts Options) (*Result, error) {
 		}
 		res.Replayed += rp.applied
 		rp.applied = 0
+		if err != nil && newest && len(infos) > 0 && !infos[len(infos)-1].Sealed && (IsCorrupt(err) || errors.Is(err, wal.ErrVersion)) {
+			// Damage in the newest segment while the one before it is not
+			// sealed: the log breaks first at the end of that one.
+			err = unsealedBefore(dir, infos[len(infos)-1], s)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -255,11 +266,13 @@ func recoverOnce(fsys vfs.FS, dir string, opts Options) (*Result, error) {
 			res.Segments = append(res.Segments, s)
 			res.ReplayedBytes += info.End
 		}
-		if newest {
-			last = info
-		}
+		infos = append(infos, info)
 	}
 	m.BuildAsync() // the caller may use the map while its tree is built
+	last, next, err := logEnd(dir, infos, marked && !lax)
+	if err != nil {
+		return nil, err
+	}
 	if last.Torn {
 		res.Torn, res.TornSegment, res.TornOffset, res.TornReason = true, last.Segment, last.End, last.TornReason
 	}
@@ -271,6 +284,19 @@ func recoverOnce(fsys vfs.FS, dir string, opts Options) (*Result, error) {
 	}
 
 	// Everything is read and sound: from here on Recover writes.
+
+	// The seal of the segment before a newest one that holds no record
+	// may be in the page cache alone (a writer, or a recovery, that
+	// crashed between writing it and syncing it, or whose sync of it
+	// failed): it must be durable before anything is written after it,
+	// since a segment followed by records must be sealed. SealTail writes
+	// it again before it syncs: after a failed fdatasync the kernel
+	// treats its pages as clean, and a sync alone would not write them.
+	if n := len(infos); next == nil && n >= 2 && infos[n-2].Sealed && holdsNoRecord(infos[n-1]) {
+		if err := wal.SealTail(fsys, dir, infos[n-2], nil); err != nil {
+			return nil, err
+		}
+	}
 
 	// 5. Delete the segments the snapshot covers, once the snapshot is
 	// durable. This process may not have written it: a crash may have
@@ -291,17 +317,20 @@ func recoverOnce(fsys vfs.FS, dir string, opts Options) (*Result, error) {
 		}
 	}
 
-	// 6. Checkpoint when anything was replayed or cut, or when the newest
-	// segment is sealed and cannot take appends. A deferred checkpoint
-	// still needs the tail cut and sealed before the next segment.
+	// 6. Checkpoint when anything was replayed or cut, or when the log's
+	// last segment is sealed (a store made before the marker) or was
+	// being sealed (a rotation cut short) and cannot take appends. A
+	// deferred checkpoint still needs the tail cut and sealed, and the
+	// next segment.
 	deferred := opts.DeferCheckpoint
+	seal := last.Torn || last.Sealed || next != nil
 	switch {
-	case (res.Replayed > 0 || last.Torn || last.Sealed) && !deferred:
-		if err := checkpoint(fsys, dir, opts, res, last); err != nil {
+	case (res.Replayed > 0 || seal) && !deferred:
+		if err := checkpoint(fsys, dir, opts, res, last, next); err != nil {
 			return nil, err
 		}
-	case last.Torn || last.Sealed:
-		w, err := sealAndNext(fsys, dir, opts, last)
+	case seal:
+		w, err := sealAndNext(fsys, dir, opts, last, next)
 		if err != nil {
 			return nil, err
 		}
@@ -345,28 +374,53 @@ func recoverOnce(fsys vfs.FS, dir string, opts Options) (*Result, error) {
 	return res, nil
 }
 
-// sealAndNext seals the newest segment and starts the next.
-func sealAndNext(fsys vfs.FS, dir string, opts Options, last wal.SegmentInfo) (*wal.Writer, error) {
-	// 6a. Cut a torn tail and seal, durably, before the next segment
-	// exists: otherwise the next recovery would find the tail in a
-	// segment that is no longer the newest and call it corruption.
-	// A seal found already in place is synced too: it may be only in the
-	// page cache of the crashed process that wrote it.
-	if variant.Of(fsys) != variant.TornAsCorrupt || last.Sealed {
-		if err := wal.SealTail(fsys, dir, last); err != nil {
-			return nil, err
+// sealAndNext seals last, the segment that ends the log, and starts the
+// next one, or opens next, the next segment a rotation cut short left
+// holding no record. The next segment exists durably before the seal is
+// written (FORMAT.md, "Rotation"), so that a sealed segment is never the
+// newest.
+func sealAndNext(fsys vfs.FS, dir string, opts Options, last wal.SegmentInfo, next *wal.SegmentInfo) (*wal.Writer, error) {
+	var w *wal.Writer
+	// 6b. The next segment, durable: created (Create syncs it and the
+	// directory), or, when it exists, its name made durable (OpenAppend
+	// syncs the directory for a segment that holds no record, and writes
+	// its header if it is missing). It exists before the snapshot that
+	// says the segments before it are covered: a snapshot covering N
+	// implies that segment N+1 exists.
+	open := func() error {
+		var err error
+		if next != nil {
+			w, err = wal.OpenAppend(fsys, dir, *next, opts.WAL)
+		} else {
+			w, err = createSegment(fsys, dir, last.Segment+1, opts.WAL)
 		}
+		return err
 	}
-	// 6b. The next segment, durable (Create syncs the directory), before
-	// the snapshot that says the segments before it are covered: a
-	// snapshot covering N implies that segment N+1 exists.
-	return createSegment(fsys, dir, last.Segment+1, opts.WAL)
+	// 6a. Cut a torn tail and make the records durable before the next
+	// segment exists, and seal after: otherwise a later recovery would
+	// find the tail in a segment followed by records and call it
+	// corruption. A seal found already in place is synced too: it may
+	// be only in the page cache of the crashed process that wrote it.
+	var err error
+	if variant.Of(fsys) != variant.TornAsCorrupt || last.Sealed {
+		err = wal.SealTail(fsys, dir, last, open)
+	} else {
+		err = open()
+	}
+	if err != nil {
+		if w != nil {
+			w.Close()
+		}
+		return nil, err
+	}
+	return w, nil
 }
 
-// checkpoint seals the newest segment, starts the next, writes a snapshot
-// covering everything up to the newest and deletes what it covers.
-func checkpoint(fsys vfs.FS, dir string, opts Options, res *Result, last wal.SegmentInfo) error {
-	w, err := sealAndNext(fsys, dir, opts, last)
+// checkpoint seals the log's last segment, starts the next (or opens the
+// one a rotation cut short), writes a snapshot covering everything up to
+// the last and deletes what it covers.
+func checkpoint(fsys vfs.FS, dir string, opts Options, res *Result, last wal.SegmentInfo, next *wal.SegmentInfo) error {
+	w, err := sealAndNext(fsys, dir, opts, last, next)
 	if err != nil {
 		return err
 	}

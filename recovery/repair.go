@@ -76,6 +76,9 @@ type RepairPlan struct {
 	// Floor says how Skip was found, in words.
 	Floor   string
 	actions []func(fsys vfs.FS) error
+	// lostNewest: the newest segment is missing, and with it every trace
+	// of the revisions it held (see floor).
+	lostNewest bool
 }
 
 // add appends a step and the action that carries it out.
@@ -199,6 +202,12 @@ func planLog(fsys vfs.FS, dir string, rep *Report) (*RepairPlan, error) {
 		}
 	}
 	p.KeepThrough = keep
+	// A missing segment with no segment after it (the newest deleted, or
+	// every segment of a store without a snapshot): no file left shows
+	// the revisions it held.
+	if cutOff < 0 && len(later) == 0 {
+		p.lostNewest = true
+	}
 	if err := p.floor(fsys, dir); err != nil {
 		return nil, err
 	}
@@ -405,6 +414,8 @@ const minRecordBytes = wal.HeaderSize + record.MinPayload
 // unknownSnapshotMargin is added to the floor when a snapshot's first
 // record cannot be read: its revision, the last of the records it holds,
 // may be above every revision its entries show (deletes leave no entry).
+// It is added too when the newest segment is missing: nothing left shows
+// how many records it held (at 33 bytes each, 2^32 of them take 132 GiB).
 const unknownSnapshotMargin = 1 << 32
 
 // floor sets p.Skip above every revision that any file of dir holds or may
@@ -456,6 +467,10 @@ func (p *RepairPlan) floor(fsys vfs.FS, dir string) error {
 	if unknown > 0 {
 		skip += unknownSnapshotMargin * record.Revision(unknown)
 		p.Floor += fmt.Sprintf("; %d snapshot(s) whose revision is unreadable add %d each", unknown, unknownSnapshotMargin)
+	}
+	if p.lostNewest {
+		skip += unknownSnapshotMargin
+		p.Floor += fmt.Sprintf("; the missing newest segment could have held %d more", unknownSnapshotMargin)
 	}
 	if skip > record.MaxRevision || skip < high {
 		return fmt.Errorf("recovery: a repair would need revision %d, past the largest a store can hold", skip)

@@ -8,8 +8,10 @@
 // it. Segments are numbered from 1 without gaps (log.000001, log.000002,
 // ...). A segment's header record, holding a random salt, is synced when
 // the segment is created, before any other record. When a segment passes
-// the segment size it is sealed (a seal record, synced) before the next
-// one is created and its name made durable by a directory sync. Each
+// the segment size, its records are synced, the next segment is created
+// and its name made durable by a directory sync, and only then is the
+// segment sealed (a seal record, synced): a sealed segment is never the
+// newest, so a deleted newest segment shows. Each
 // record carries two CRC-32Cs that start from the segment's salt (one of
 // its header, one of the whole record) and the offset up to which the
 // segment was synced when it was written; data payloads are stored
@@ -29,8 +31,8 @@
 // after it was synced, and bytes that are all there but altered are
 // corruption: a *CorruptError matching ErrCorrupt, naming the file and
 // offset. Scan takes time linear in the segment's size and memory bounded
-// by a window, whatever the bytes. SealTail lets recovery cut a torn tail
-// and seal the segment before it starts the next one, so that the tail is
+// by a window, whatever the bytes. SealTail lets recovery cut a torn tail,
+// start the next segment and seal, in Rotate's order, so that the tail is
 // never later found in a sealed segment (cockroachdb/cockroach#68319).
 //
 // Records past the highest synced offset a record claims may exist in the

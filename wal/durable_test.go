@@ -83,7 +83,7 @@ func TestReopenAfterFailedSync(t *testing.T) {
 			w.Close()
 		}},
 		{"seal it and start the next segment", func(t *testing.T, fsys vfs.FS, info wal.SegmentInfo) {
-			if err := wal.SealTail(fsys, testDir, info); err != nil {
+			if err := wal.SealTail(fsys, testDir, info, nil); err != nil {
 				t.Fatal(err)
 			}
 			w, err := wal.Create(fsys, testDir, 2, wal.Options{})

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"sync"
 
 	"github.com/kvstore/kv/vfs"
@@ -418,10 +419,19 @@ func (w *Writer) Mark() error {
 	return nil
 }
 
-// Rotate seals the current segment (a seal record, then a sync that makes
-// it and everything before it durable), creates the next segment and syncs
-// the directory. It returns the number of the sealed segment: every record
-// appended before Rotate is in it or an earlier one.
+// Rotate seals the current segment and starts the next one, in the
+// order that keeps a sealed segment from ever being the newest (FORMAT.md,
+// "Rotation"): it syncs the current segment's records, creates the next
+// segment durably (header synced, directory synced), and only then
+// appends the seal record to the current one and syncs it. It returns the
+// number of the sealed segment: every record appended before Rotate is in
+// it or an earlier one.
+//
+// A crash before the seal is durable leaves the current segment unsealed
+// and the next one holding no record, which recovery reads as a rotation
+// cut short; a newest segment that is sealed is therefore not a crash
+// state but a missing segment. When the next segment cannot be created
+// (a full disk), what was created of it is removed and the writer fails.
 func (w *Writer) Rotate() (SegmentNum, error) {
 	w.syncMu.Lock()
 	defer w.syncMu.Unlock()
@@ -431,19 +441,48 @@ func (w *Writer) Rotate() (SegmentNum, error) {
 		return 0, err
 	}
 	sealed := w.seg
-	if err := w.writeLocked(TypeSeal, nil); err != nil {
-		return 0, w.fail(err)
+	// The records must be durable before the next segment exists: a
+	// reader that finds the next segment takes every record before the
+	// seal as durable, and a crash that loses the seal must leave them
+	// whole.
+	if w.dataEnd > w.synced {
+		if err := w.f.Sync(); err != nil {
+			return 0, w.fail(err)
+		}
+		w.synced = w.off
 	}
-	// The seal must be durable before the next segment can exist: a
-	// segment followed by another is read as sealed, and an unsealed one
-	// would then be reported as cut short.
-	if err := w.f.Sync(); err != nil {
-		return 0, w.fail(err)
-	}
-	if err := w.f.Close(); err != nil {
-		return 0, w.fail(err)
+	f, key, off, synced := w.f, w.key, w.off, w.synced
+	dataEnd, claimed, alloc := w.dataEnd, w.claimed, w.alloc
+	restore := func() {
+		w.seg, w.f, w.key, w.off, w.synced = sealed, f, key, off, synced
+		w.dataEnd, w.claimed, w.alloc = dataEnd, claimed, alloc
 	}
 	if err := w.create(sealed + 1); err != nil {
+		if w.f != f {
+			w.f.Close()
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			// Nothing refers to it yet: the segment before it is not
+			// sealed. Its removal need not be durable (an empty next
+			// segment is a rotation cut short, which recovery accepts).
+			w.fsys.Remove(SegmentPath(w.dir, sealed+1))
+		}
+		restore()
+		return 0, w.fail(err)
+	}
+	// The next segment is durable: now the seal, which makes this one a
+	// sealed segment for good.
+	rec := appendRecord(nil, key, TypeSeal, synced, nil)
+	_, err := f.WriteAt(rec, off)
+	if err == nil {
+		// Synced before the next segment takes a record: a sealed segment
+		// is one whose successor may hold records.
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		return 0, w.fail(err)
 	}
 	return sealed, nil
@@ -496,15 +535,19 @@ func (w *Writer) Close() error {
 	return w.f.Close()
 }
 
-// SealTail prepares the newest segment info describes (as Scan reported
-// it) for a successor: it cuts whatever follows info.End (a torn tail or
-// zeros), makes the records past info.Synced durable by writing them
-// again (see OpenAppend), appends a seal record unless the segment is
-// sealed already, and syncs. Recovery calls it before creating the next
-// segment, so that a torn tail is never found later in a segment that is
-// no longer the newest and taken for corruption
-// (cockroachdb/cockroach#68319).
-func SealTail(fsys vfs.FS, dir string, info SegmentInfo) error {
+// SealTail prepares the segment info describes (as Scan reported it for
+// the segment that ends the log) for a successor, in the order of Rotate:
+// it cuts whatever follows info.End (a torn tail or zeros), makes the
+// records past info.Synced durable by writing them again (see
+// OpenAppend) and syncs; then it calls next, which must make the next
+// segment exist durably (create it, or open one a rotation cut short);
+// then it appends a seal record unless the segment is sealed already, and
+// syncs. Recovery calls it before it writes anything in the next segment,
+// so that a torn tail is never found later in a segment followed by
+// records (cockroachdb/cockroach#68319), and a sealed segment is never
+// the newest. When next fails, SealTail returns its error and writes no
+// seal.
+func SealTail(fsys vfs.FS, dir string, info SegmentInfo, next func() error) error {
 	seg, end := info.Segment, info.End
 	name := SegmentPath(dir, seg)
 	f, err := fsys.OpenReadWrite(name)
@@ -519,11 +562,16 @@ func SealTail(fsys vfs.FS, dir string, info SegmentInfo) error {
 			err = rewrite(f, info.Synced, info.DataEnd)
 		}
 	}
-	if err == nil && (end == 0 || !info.Sealed) {
+	if err == nil {
 		// The cut must be durable before a record is written over the old
 		// tail: a crash could otherwise keep the new record but not the
-		// cut, leaving the tail's bytes after a seal (corruption).
+		// cut, leaving the tail's bytes after a seal (corruption). And the
+		// records must be durable before the next segment exists (see
+		// Rotate); a seal already in place may be in the page cache alone.
 		err = f.Sync()
+	}
+	if err == nil && next != nil {
+		err = next()
 	}
 	if err == nil && end == 0 {
 		err = w.writeHeader()
@@ -531,9 +579,9 @@ func SealTail(fsys vfs.FS, dir string, info SegmentInfo) error {
 	if err == nil && !info.Sealed {
 		err = w.writeLocked(TypeSeal, nil)
 	}
-	if err == nil {
-		// The cut, the rewritten records and the seal must be durable
-		// before the next segment is created (see Rotate).
+	if err == nil && (end == 0 || !info.Sealed) {
+		// The seal must be durable before the next segment takes a
+		// record (see Rotate).
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {

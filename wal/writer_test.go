@@ -576,7 +576,7 @@ func TestSealTail(t *testing.T) {
 			if _, _, err := scanSegment(fsys, 1, false); !info.Sealed && !errors.Is(err, wal.ErrCorrupt) {
 				t.Fatalf("before SealTail, scanning as sealed: %v, want ErrCorrupt", err)
 			}
-			if err := wal.SealTail(fsys, testDir, info); err != nil {
+			if err := wal.SealTail(fsys, testDir, info, nil); err != nil {
 				t.Fatal(err)
 			}
 			// Durable: scan what a power loss leaves.
@@ -780,7 +780,7 @@ func TestSealTailOrder(t *testing.T) {
 				t.Fatalf("fixture: Sealed=%v, want %v", info.Sealed, tt.sealed)
 			}
 			l := &opLog{FS: mem}
-			if err := wal.SealTail(l, testDir, info); err != nil {
+			if err := wal.SealTail(l, testDir, info, nil); err != nil {
 				t.Fatal(err)
 			}
 			if diff := cmp.Diff(tt.want, l.ops); diff != "" {
