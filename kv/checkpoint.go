@@ -27,19 +27,34 @@ func (c *committer) startCheckpoint() {
 	if c.failed.Load() != nil {
 		return
 	}
-	sealed, err := c.w.Rotate()
-	if err != nil {
-		c.failStop(err)
-		return
+	prev := c.covered
+	done := make(chan checkpointResult, 1)
+	var sealed wal.SegmentNum
+	if c.w.HoldsRecords() {
+		var err error
+		if sealed, err = c.w.Rotate(); err != nil {
+			c.failStop(err)
+			return
+		}
+		c.synced() // the rotation's sync made every record before the seal durable
+	} else {
+		// Nothing was logged in the segment being appended to: the one
+		// before it is sealed and holds every record, and a rotation
+		// would only add an empty segment (one per failed checkpoint on
+		// a full disk). When the snapshot covers it already there is
+		// nothing to do.
+		sealed = c.w.Segment() - 1
+		if sealed <= prev {
+			c.ckpt = done
+			done <- checkpointResult{covered: prev, none: true}
+			return
+		}
 	}
-	c.synced() // the seal's sync made every record before it durable
 	c.mu.Lock()
 	view := c.m.Clone()
 	leases := c.shared.leases.Clone() // the leases of the same revision
 	c.mu.Unlock()
 	c.sinceSnap = 0
-	prev := c.covered
-	done := make(chan checkpointResult, 1)
 	c.ckpt = done
 	go func() {
 		start := time.Now()
@@ -70,20 +85,24 @@ type checkpointResult struct {
 	err     error
 	took    time.Duration // how long it ran
 	bytes   int64         // the snapshot's size, if it was written
+	none    bool          // nothing to write: the snapshot was up to date
 }
 
 // checkpointDone runs in the committer when the background checkpoint
 // ends.
 func (c *committer) checkpointDone(res checkpointResult) {
 	c.ckpt = nil
-	err := res.err
-	if err == nil {
+	err := withSpaceHint(c.dir, res.err)
+	switch {
+	case err == nil && res.none:
+		// Up to date: nothing written, nothing to count.
+	case err == nil:
 		c.covered = res.covered
 		c.stats.checkpoints.Add(1)
 		c.metrics.checkpointTime.observeDuration(res.took)
 		c.metrics.checkpointBytes.Add(res.bytes)
 		c.metrics.lastCheckpoint.Store(res.bytes)
-	} else {
+	default:
 		c.stats.checkpointErrors.Add(1)
 	}
 	for _, ch := range c.ckptWait {

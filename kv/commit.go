@@ -101,6 +101,7 @@ func (c *committer) ack(g *group) {
 // describe a state that never becomes durable (a fence key the group
 // created, a key it deleted).
 func (c *committer) fail(g *group, err error) {
+	err = withSpaceHint(c.dir, err)
 	for _, r := range g.reqs {
 		r.err = fmt.Errorf("%w: %w", ErrFailed, err)
 		r.res, r.added = TxnResult{}, 0

@@ -91,6 +91,10 @@ type Options struct {
 	// writer (on by default: the log reserves 1 MiB at a time and writes
 	// zeros over it, so that an fdatasync of records written there
 	// flushes data alone, not the file size or the file system's extents).
+	// The reservation never takes more than half the free space the file
+	// system reports, and gives way to the records when the disk is full,
+	// so it does not make a small disk full early; turn it off where the
+	// file system allocates on every write anyway (copy-on-write ones).
 	NoPreallocate bool
 	// NoCreate makes Open refuse, with an error matching ErrNoStore, a
 	// directory that holds no store (missing, or empty), instead of

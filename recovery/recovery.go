@@ -350,10 +350,17 @@ func recoverOnce(fsys vfs.FS, dir string, opts Options) (*Result, error) {
 		res.Writer = w
 	}
 
-	// 8. A stale snapshot.tmp is never trusted. Its removal need not be
-	// durable: if it comes back, the next recovery removes it again.
+	// 8. A stale snapshot.tmp is never trusted. Its removal is made
+	// durable: the store's next checkpoint creates a new snapshot.tmp and
+	// renames it, and a crash that kept that rename but lost the removal
+	// and the create would move the stale file into place (vfs.Publish
+	// syncs the removals it makes itself for the same reason).
 	if hasTmp {
-		if err := fsys.Remove(path.Join(dir, snapshot.TmpName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		err := fsys.Remove(path.Join(dir, snapshot.TmpName))
+		if err == nil {
+			err = vfs.SyncDir(fsys, dir)
+		}
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			res.Writer.Close()
 			return nil, err
 		}

@@ -29,10 +29,11 @@ const (
 	OpMkdir
 	OpLock
 	OpClose
+	OpStatfs // FreeSpace
 )
 
 var opNames = [...]string{"", "create", "open", "write", "read", "sync", "dirsync", "truncate",
-	"preallocate", "rename", "remove", "list", "stat", "mkdir", "lock", "close"}
+	"preallocate", "rename", "remove", "list", "stat", "mkdir", "lock", "close", "statfs"}
 
 // String names the kind.
 func (k OpKind) String() string {

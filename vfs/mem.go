@@ -28,6 +28,8 @@ type MemFS struct {
 	// changed is closed at the next change of any file or directory
 	// (see WatchDir); nil until a watch asks for it.
 	changed chan struct{}
+	// capacity bounds the bytes the files hold (SetCapacity); 0: none.
+	capacity int64
 }
 
 type inode struct {
@@ -350,7 +352,7 @@ func (m *MemFS) clone(durableOnly bool) *MemFS {
 		}
 		return c
 	}
-	return &MemFS{root: clone(m.root)}
+	return &MemFS{root: clone(m.root), capacity: m.capacity}
 }
 
 type memFile struct {
@@ -405,6 +407,9 @@ func (f *memFile) WriteAt(p []byte, off int64) (int, error) {
 		return 0, &os.PathError{Op: "write", Path: f.name, Err: fs.ErrInvalid}
 	}
 	end := off + int64(len(p))
+	if err := f.fs.room("write", f.name, end-int64(len(f.n.data))); err != nil {
+		return 0, err
+	}
 	if end > int64(len(f.n.data)) {
 		f.n.data = append(f.n.data, make([]byte, end-int64(len(f.n.data)))...)
 	}
@@ -440,6 +445,9 @@ func (f *memFile) Truncate(size int64) error {
 	if size < 0 {
 		return &os.PathError{Op: "truncate", Path: f.name, Err: fs.ErrInvalid}
 	}
+	if err := f.fs.room("truncate", f.name, size-int64(len(f.n.data))); err != nil {
+		return err
+	}
 	if size <= int64(len(f.n.data)) {
 		f.n.data = f.n.data[:size:size]
 	} else {
@@ -461,6 +469,9 @@ func (f *memFile) Preallocate(off, n int64) error {
 	}
 	if off < 0 {
 		return &os.PathError{Op: "fallocate", Path: f.name, Err: fs.ErrInvalid}
+	}
+	if err := f.fs.room("fallocate", f.name, off+n-int64(len(f.n.data))); err != nil {
+		return err
 	}
 	if end := off + n; end > int64(len(f.n.data)) {
 		f.n.data = append(f.n.data, make([]byte, end-int64(len(f.n.data)))...)

@@ -32,6 +32,23 @@ func fadviseWillNeed(fd int) { _ = unix.Fadvise(fd, 0, 0, unix.FADV_WILLNEED) }
 // EOPNOTSUPP, which matches errors.ErrUnsupported.
 func fallocate(fd int, off, n int64) error { return unix.Fallocate(fd, 0, off, n) }
 
+// freeSpace returns the bytes an unprivileged writer may still allocate on
+// the file system holding dir: statfs(2)'s available blocks (f_bavail,
+// which leaves out the blocks reserved for root) times its block size.
+func freeSpace(dir string) (int64, error) {
+	var st unix.Statfs_t
+	for {
+		err := unix.Statfs(dir, &st)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return 0, &os.PathError{Op: "statfs", Path: dir, Err: err}
+		}
+		return int64(st.Bavail) * int64(st.Bsize), nil
+	}
+}
+
 // inotifyWatch is a DirWatch through inotify: it wakes on writes to the
 // files in the directory, and on files created, moved in or out, or
 // removed.

@@ -32,5 +32,9 @@ func fadviseWillNeed(fd int) {}
 // writer writes its zeros over the space instead, which allocates it.
 func fallocate(fd int, off, n int64) error { return errors.ErrUnsupported }
 
+// freeSpace is not asked of the platform here: callers assume there is
+// room, and meet ENOSPC when there is not.
+func freeSpace(string) (int64, error) { return 0, errors.ErrUnsupported }
+
 // watchDirOS polls: this platform's change notification is not used.
 func watchDirOS(string) (DirWatch, error) { return pollWatch{}, nil }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"sync"
+	"syscall"
 
 	"github.com/kvstore/kv/vfs"
 )
@@ -80,6 +81,7 @@ type Writer struct {
 	alloc   int64 // file size reserved by preallocation
 	err     error // sticky failure
 	closed  bool
+	records bool // the current segment holds a data record
 	buf     []byte
 }
 
@@ -116,7 +118,7 @@ func OpenAppend(fsys vfs.FS, dir string, info SegmentInfo, opts Options) (*Write
 	if err != nil {
 		return nil, err
 	}
-	w := &Writer{fsys: fsys, dir: dir, opts: opts, seg: seg, f: f, off: info.End}
+	w := &Writer{fsys: fsys, dir: dir, opts: opts, seg: seg, f: f, off: info.End, records: info.Records > 0}
 	if fi, err := f.Stat(); err == nil {
 		w.alloc = fi.Size()
 	}
@@ -212,7 +214,7 @@ func (w *Writer) create(seg SegmentNum) error {
 	if err != nil {
 		return err
 	}
-	w.seg, w.f, w.off, w.synced, w.claimed, w.alloc = seg, f, 0, 0, 0, 0
+	w.seg, w.f, w.off, w.synced, w.claimed, w.alloc, w.records = seg, f, 0, 0, 0, 0, false
 	if err := w.writeHeader(); err != nil {
 		return err
 	}
@@ -256,14 +258,27 @@ func (w *Writer) writeHeader() error {
 }
 
 // reserve preallocates space so that the file covers end, in steps of
-// Options.Preallocate.
+// Options.Preallocate. The space reserved past end is a look-ahead, and
+// never more than half the file system's free space (when it can tell):
+// a step of a megabyte is half of a 2 MiB disk. When even that does not
+// fit (ENOSPC), it reserves only up to end: the disk is full once the
+// records themselves do not fit.
 func (w *Writer) reserve(end int64) error {
 	step := w.opts.Preallocate
 	if step <= 0 || end <= w.alloc {
 		return nil
 	}
-	n := (end - w.alloc + step - 1) / step * step
-	if err := w.f.Preallocate(w.alloc, n); err != nil {
+	need := end - w.alloc
+	n := (need + step - 1) / step * step
+	if free, ok := vfs.FreeSpace(w.fsys, w.dir); ok && n > need {
+		n = max(need, min(n, free/2/SectorSize*SectorSize))
+	}
+	err := w.f.Preallocate(w.alloc, n)
+	if n > need && errors.Is(err, syscall.ENOSPC) {
+		n = need
+		err = w.f.Preallocate(w.alloc, n)
+	}
+	if err != nil {
 		return err
 	}
 	// Write the zeros too, past end (the caller writes up to it). ext4
@@ -366,6 +381,7 @@ func (w *Writer) Append(payloads ...[]byte) (Position, error) {
 	w.off += int64(len(w.buf))
 	w.dataEnd = w.off
 	w.claimed = max(w.claimed, w.synced)
+	w.records = true
 	if cap(w.buf) > 1<<20 {
 		w.buf = nil // do not pin a large batch's buffer
 	}
@@ -452,10 +468,10 @@ func (w *Writer) Rotate() (SegmentNum, error) {
 		w.synced = w.off
 	}
 	f, key, off, synced := w.f, w.key, w.off, w.synced
-	dataEnd, claimed, alloc := w.dataEnd, w.claimed, w.alloc
+	dataEnd, claimed, alloc, records := w.dataEnd, w.claimed, w.alloc, w.records
 	restore := func() {
 		w.seg, w.f, w.key, w.off, w.synced = sealed, f, key, off, synced
-		w.dataEnd, w.claimed, w.alloc = dataEnd, claimed, alloc
+		w.dataEnd, w.claimed, w.alloc, w.records = dataEnd, claimed, alloc, records
 	}
 	if err := w.create(sealed + 1); err != nil {
 		if w.f != f {
@@ -486,6 +502,15 @@ func (w *Writer) Rotate() (SegmentNum, error) {
 		return 0, w.fail(err)
 	}
 	return sealed, nil
+}
+
+// HoldsRecords reports whether the segment being appended to holds a data
+// record: a checkpoint need not rotate a segment that holds none (the one
+// before it is sealed, and holds every record).
+func (w *Writer) HoldsRecords() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.records
 }
 
 // Segment returns the number of the segment being appended to.
@@ -537,16 +562,18 @@ func (w *Writer) Close() error {
 
 // SealTail prepares the segment info describes (as Scan reported it for
 // the segment that ends the log) for a successor, in the order of Rotate:
-// it cuts whatever follows info.End (a torn tail or zeros), makes the
-// records past info.Synced durable by writing them again (see
-// OpenAppend) and syncs; then it calls next, which must make the next
-// segment exist durably (create it, or open one a rotation cut short);
-// then it appends a seal record unless the segment is sealed already, and
-// syncs. Recovery calls it before it writes anything in the next segment,
-// so that a torn tail is never found later in a segment followed by
-// records (cockroachdb/cockroach#68319), and a sealed segment is never
-// the newest. When next fails, SealTail returns its error and writes no
-// seal.
+// it makes the records past info.Synced durable by writing them again
+// (see OpenAppend) and syncing; then it calls next, which must make the
+// next segment exist durably (create it, or open one a rotation cut
+// short); then it cuts a torn tail off at info.End and syncs, and appends
+// a seal record unless the segment is sealed already, and syncs.
+// Recovery calls it before it writes anything in the next segment, so
+// that a torn tail is never found later in a segment followed by records
+// (cockroachdb/cockroach#68319), and a sealed segment is never the newest.
+//
+// When next fails (a full disk), SealTail returns its error and the
+// segment holds the bytes it held (the records written again are the same
+// bytes): a failed open leaves the directory as it found it.
 func SealTail(fsys vfs.FS, dir string, info SegmentInfo, next func() error) error {
 	seg, end := info.Segment, info.End
 	name := SegmentPath(dir, seg)
@@ -555,23 +582,29 @@ func SealTail(fsys vfs.FS, dir string, info SegmentInfo, next func() error) erro
 		return err
 	}
 	w := &Writer{fsys: fsys, dir: dir, seg: seg, f: f, off: end, synced: info.Synced}
-	err = f.Truncate(end)
-	if err == nil && end > 0 {
+	if end > 0 {
 		w.key, err = readKey(f, name, seg)
 		if err == nil && info.DataEnd > info.Synced {
+			// The records (a seal already in place among them) must be
+			// durable before the next segment exists (see Rotate).
 			err = rewrite(f, info.Synced, info.DataEnd)
+			if err == nil {
+				err = f.Sync()
+			}
 		}
-	}
-	if err == nil {
-		// The cut must be durable before a record is written over the old
-		// tail: a crash could otherwise keep the new record but not the
-		// cut, leaving the tail's bytes after a seal (corruption). And the
-		// records must be durable before the next segment exists (see
-		// Rotate); a seal already in place may be in the page cache alone.
-		err = f.Sync()
 	}
 	if err == nil && next != nil {
 		err = next()
+	}
+	if err == nil && (info.Torn || info.Size > end) {
+		// A torn tail, or zeros the log had reserved, go. The cut of a
+		// torn tail must be durable before a record is written over it:
+		// a crash could otherwise keep the new record but not the cut,
+		// leaving the tail's bytes after a seal (corruption).
+		err = f.Truncate(end)
+		if err == nil {
+			err = f.Sync()
+		}
 	}
 	if err == nil && end == 0 {
 		err = w.writeHeader()

@@ -36,6 +36,7 @@ type globalOpts struct {
 	checkpointBytes string
 	sync            string
 	bug             string
+	noPreallocate   bool
 }
 
 // usageError is a mistake in the command line: exitUsage and a hint.
@@ -150,6 +151,7 @@ workload, double-apply bug and crash checkers kv follows.`,
 	pf.StringVar(&g.segmentSize, "segment-size", "", "seal a log segment past this size (bytes, or with KiB/MiB/GiB; default 64MiB)")
 	pf.StringVar(&g.checkpointBytes, "checkpoint-bytes", "", "checkpoint after this much log since the last snapshot (default 64MiB; never: only on demand)")
 	pf.StringVar(&g.sync, "sync", "always", "when writes are acknowledged: always (after fdatasync), interval, never")
+	pf.BoolVar(&g.noPreallocate, "no-preallocate", false, "reserve no log space ahead of the records (by default up to 1MiB, at most half the free space)")
 	pf.StringVar(&g.bug, "bug", "", "switch on a deliberate bug variant, for the crash tests")
 	pf.MarkHidden("bug")
 	root.AddCommand(
@@ -276,7 +278,7 @@ func parseSize(flag, s string) (int64, error) {
 
 // storeOptions builds the store's options from the global flags.
 func (g *globalOpts) storeOptions(readOnly bool) (*kv.Options, error) {
-	o := &kv.Options{ReadOnly: readOnly}
+	o := &kv.Options{ReadOnly: readOnly, NoPreallocate: g.noPreallocate}
 	var err error
 	if o.SegmentSize, err = parseSize("segment-size", g.segmentSize); err != nil {
 		return nil, err

@@ -1,6 +1,7 @@
 package variant
 
 import (
+	"errors"
 	"path"
 	"strings"
 	"sync"
@@ -51,6 +52,15 @@ func (b *bugFS) NewSalt() uint64 {
 		return s.NewSalt()
 	}
 	return 0
+}
+
+// FreeSpace passes the question on (see vfs.SpaceFS), so that a store
+// with a variant on reserves log space as the correct store does.
+func (b *bugFS) FreeSpace(dir string) (int64, error) {
+	if n, ok := vfs.FreeSpace(b.FS, dir); ok {
+		return n, nil
+	}
+	return 0, errors.ErrUnsupported
 }
 
 func (b *bugFS) wrap(name string, f vfs.File, err error) (vfs.File, error) {
