@@ -3,14 +3,20 @@ package main
 import (
 	"fmt"
 	"io"
+	"path"
 
+	"github.com/kvstore/kv/internal/opmodel"
 	"github.com/kvstore/kv/kv"
+	"github.com/kvstore/kv/recovery"
+	"github.com/kvstore/kv/snapshot"
+	"github.com/kvstore/kv/wal"
 	"github.com/spf13/cobra"
 )
 
 type dumpOpts struct {
 	json     bool
 	readOnly bool
+	salvage  bool
 }
 
 func newDumpCmd(g *globalOpts) *cobra.Command {
@@ -27,12 +33,26 @@ UTF-8, or hold '=' or a newline, are printed Go-quoted.
 
 When the checkpoint fails (a full disk), dump still prints every key,
 then says so on stderr and exits 1: the log keeps every record, and the
-next open replays it again.`,
+next open replays it again.
+
+With --salvage, dump reads a damaged directory that recovery refuses:
+every snapshot entry and log record that can be read, applied in
+revision order, printed as above; and on stderr what could not be read
+(damaged byte ranges, the keys a damaged snapshot range may have held,
+revisions no readable record holds, missing segments). It changes
+nothing and takes no lock. It exits 0 when nothing was lost, 1 when
+something was: the keys printed are then what survives, and after a
+lost revision any key may differ from what the store held. Run it before
+'kv DIR repair'.`,
 		Example: `  kv data dump
   kv data dump --json | jq .
-  kv data dump --read-only      # recover in memory only; write nothing`,
+  kv data dump --read-only      # recover in memory only; write nothing
+  kv data dump --salvage > survived.txt`,
 		Args: args(1, 1),
 		RunE: func(cmd *cobra.Command, a []string) error {
+			if o.salvage {
+				return runSalvage(cmd.OutOrStdout(), cmd.ErrOrStderr(), g, a[0], o)
+			}
 			s, err := g.open(a[0], true, o.readOnly)
 			if err != nil {
 				return err
@@ -43,6 +63,7 @@ next open replays it again.`,
 	}
 	c.Flags().BoolVar(&o.json, "json", false, "print one JSON object per key, with its revisions")
 	c.Flags().BoolVar(&o.readOnly, "read-only", false, "recover in memory, write nothing, take a shared lock")
+	c.Flags().BoolVar(&o.salvage, "salvage", false, "read what survives in a damaged directory, change nothing, report what is lost on stderr")
 	return c
 }
 
@@ -66,4 +87,90 @@ func runDump(w io.Writer, s *kv.Store, o *dumpOpts) error {
 		return fmt.Errorf("every key is printed above, but the checkpoint after the recovery failed, and the next open replays the log again: %w", ckptErr)
 	}
 	return nil
+}
+
+// runSalvage prints what kv.Salvage reads of dir to w, and what it could
+// not read to report.
+func runSalvage(w, report io.Writer, g *globalOpts, dir string, o *dumpOpts) error {
+	if err := requireDir(dir); err != nil {
+		return err
+	}
+	opts, err := g.storeOptions(true)
+	if err != nil {
+		return err
+	}
+	rep, err := kv.Salvage(dir, opts)
+	if err != nil {
+		return err
+	}
+	entries := func(yield func(kv.Entry) bool) {
+		for e := range rep.Map.All(nil, nil) {
+			if !yield(*e) {
+				return
+			}
+		}
+	}
+	if err := printEntries(w, entries, o.json); err != nil {
+		return err
+	}
+	lines := salvageLines(rep)
+	for _, l := range lines {
+		fmt.Fprintf(report, "kv: salvage: %s\n", l)
+	}
+	if !rep.Whole() {
+		return exitError{code: exitFailed, msg: fmt.Sprintf("salvage: %d keys read; what could not be read is listed above", rep.Map.Len())}
+	}
+	return nil
+}
+
+// salvageLines says, a line each, what a salvage could not read.
+func salvageLines(rep *recovery.SalvageReport) []string {
+	var out []string
+	if rep.MarkerErr != nil {
+		out = append(out, describe(rep.MarkerErr))
+	}
+	if sv := rep.Snapshot; sv != nil {
+		file := path.Join(rep.Dir, snapshot.Name)
+		if !sv.MetaOK {
+			out = append(out, fmt.Sprintf("%s: its first record (covered segment, revision) is unreadable", file))
+		}
+		for _, l := range sv.Lost {
+			out = append(out, fmt.Sprintf("%s bytes %d-%d unreadable: the keys %s, if any, are lost", file, l.From, l.To, keySpan(l.After, l.Before)))
+		}
+		if sv.Disordered > 0 {
+			out = append(out, fmt.Sprintf("%s: %d entries out of key order dropped", file, sv.Disordered))
+		}
+	}
+	for _, s := range rep.Segments {
+		for _, d := range s.Damaged {
+			out = append(out, fmt.Sprintf("%s bytes %d-%d unreadable", s.File, d.From, d.To))
+		}
+		if s.Undecodable > 0 {
+			out = append(out, fmt.Sprintf("%s: %d records that check out but do not decode", s.File, s.Undecodable))
+		}
+	}
+	for _, m := range rep.Missing {
+		out = append(out, fmt.Sprintf("%s is missing", wal.SegmentPath(rep.Dir, m)))
+	}
+	for _, g := range rep.Gaps {
+		out = append(out, fmt.Sprintf("revisions %s: no readable record holds them; any key may differ from what the store held after them", g))
+	}
+	for _, r := range rep.Unapplied {
+		out = append(out, fmt.Sprintf("revision %d read but not applied: it does not apply to what was read before it", r))
+	}
+	return out
+}
+
+// keySpan words the keys strictly between after and before (nil: no
+// bound).
+func keySpan(after, before []byte) string {
+	switch {
+	case after == nil && before == nil:
+		return "of the whole snapshot"
+	case after == nil:
+		return "before " + opmodel.Show(before)
+	case before == nil:
+		return "after " + opmodel.Show(after)
+	}
+	return "between " + opmodel.Show(after) + " and " + opmodel.Show(before)
 }
