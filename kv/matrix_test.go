@@ -580,7 +580,20 @@ func (d *matrixDir) runCase(tb testing.TB, c matrixDamage, bug variant.Bug) (out
 	}
 	defer r.Close()
 	got, rev := dumpStore(r), int(r.Revision())
-	if _, ok := after[snapshot.Name+recovery.BrokenSuffix]; ok {
+	if plan.LostKeys != nil {
+		// The snapshot was written again with the entries that read:
+		// the keys in its damaged ranges are gone, the others are as at
+		// its revision, and the later operations apply on top.
+		base := map[string]string{}
+		for k, v := range d.models[d.snapRev] {
+			if !inLostRange(k, plan.LostKeys) {
+				base[k] = v
+			}
+		}
+		if want := modelOnto(tb, base, d.ops, d.snapRev, len(d.ops)); rev != int(plan.Skip) || !mapsEqual(got, want) {
+			problem("after a repair that kept the snapshot's readable entries: revision %d (skip %d), map %v, want %v", rev, plan.Skip, got, want)
+		}
+	} else if _, ok := after[snapshot.Name+recovery.BrokenSuffix]; ok {
 		// The snapshot was set aside: its keys are gone; what remains is
 		// the later operations applied to an empty map.
 		// The store resumes after the repair's skip.
@@ -612,6 +625,37 @@ func modelFrom(tb testing.TB, ops []kv.Op, from, to int) map[string]string {
 		out[string(e.Key)] = string(e.Value)
 	}
 	return out
+}
+
+// modelOnto applies ops from+1 .. to to the map base.
+func modelOnto(tb testing.TB, base map[string]string, ops []kv.Op, from, to int) map[string]string {
+	tb.Helper()
+	m := record.NewMap()
+	for k, v := range base {
+		if err := m.Apply(&record.Record{Revision: 1, Ops: []record.Op{{Kind: record.KindPut, Key: []byte(k), Value: []byte(v)}}}); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	for i := from; i < to && i < len(ops); i++ {
+		if err := m.Apply(&record.Record{Revision: kv.Revision(i + 1), Ops: []record.Op{ops[i]}}); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	out := map[string]string{}
+	for e := range m.All(nil, nil) {
+		out[string(e.Key)] = string(e.Value)
+	}
+	return out
+}
+
+// inLostRange reports whether key lies strictly inside one of the ranges.
+func inLostRange(key string, lost []snapshot.Lost) bool {
+	for _, l := range lost {
+		if (l.After == nil || key > string(l.After)) && (l.Before == nil || key < string(l.Before)) {
+			return true
+		}
+	}
+	return false
 }
 
 func filesOf(tb testing.TB, fsys vfs.FS) map[string]string { return dirFiles(tb, fsys, "/data") }

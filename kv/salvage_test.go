@@ -184,3 +184,80 @@ func TestSalvageRefusesNonStores(t *testing.T) {
 		t.Error(kv.ErrNoStore)
 	}
 }
+
+// TestRepairKeepsSnapshotEntries: a snapshot whose tail is damaged is
+// written again with the entries that read, so the repair loses only the
+// keys after the last one that reads, and the log after the snapshot
+// applies on top; the plan names the lost key range and drops no record.
+func TestRepairKeepsSnapshotEntries(t *testing.T) {
+	mem, opts := salvageStore(t)
+	name := path.Join("/data", snapshot.Name)
+	b, _ := vfs.ReadFile(mem, name)
+	rewriteFile(t, mem, name, b[:len(b)-60]) // the end frame and the last entries
+	if _, rep := salvageRun(t, mem); rep.Snapshot == nil || rep.Snapshot.Complete {
+		t.Fatalf("salvage: %+v", rep.Snapshot)
+	}
+	plan, err := recovery.PlanRepair(mem, "/data")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan.LostKeys) != 1 || plan.LostKeys[0].Before != nil || len(plan.Dropped) != 0 || len(plan.DroppedEntries) != 0 {
+		t.Fatalf("plan: lost %v, dropped %d records and %d entries; steps %q", plan.LostKeys, len(plan.Dropped), len(plan.DroppedEntries), plan.Steps)
+	}
+	last := string(plan.LostKeys[0].After) // the last key that reads
+	if err := plan.Apply(mem, nil); err != nil {
+		t.Fatal(err)
+	}
+	s := reopen(t, mem, opts)
+	want := map[string]string{}
+	for i := range 60 {
+		k := fmt.Sprintf("k%02d", i)
+		if i >= 20 || k <= last {
+			want[k] = fmt.Sprintf("value %02d", i)
+		}
+	}
+	if diff := cmp.Diff(want, dumpStore(s)); diff != "" {
+		t.Errorf("after the repair (-want +got):\n%s", diff)
+	}
+	if len(want) < 55 {
+		t.Errorf("only %d keys kept: the snapshot's readable entries were not", len(want))
+	}
+	if s.Revision() <= 60 {
+		t.Errorf("revision %d: the repair's skip is missing", s.Revision())
+	}
+}
+
+// TestRepairListsDropped: a repair that cuts the log names every record it
+// drops, with its revision, file and offset, before it runs.
+func TestRepairListsDropped(t *testing.T) {
+	mem, _ := salvageStore(t)
+	segs, _ := wal.ListSegments(mem, "/data")
+	name := wal.SegmentPath("/data", segs[0]) // the first after the snapshot
+	var offs []int64
+	rd := &wal.Reader{FS: mem, Dir: "/data"}
+	if _, err := rd.Scan(segs[0], false, func(r wal.Record) error { offs = append(offs, r.Offset); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := vfs.ReadFile(mem, name)
+	b[offs[2]+30] ^= 0x20 // the third record of the segment: revision 23
+	rewriteFile(t, mem, name, b)
+	plan, err := recovery.PlanRepair(mem, "/data")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var revs []int
+	keys := map[string]bool{}
+	for _, d := range plan.Dropped {
+		revs = append(revs, int(d.Record.Revision))
+		for _, op := range d.Record.Ops {
+			keys[string(op.Key)] = true
+		}
+	}
+	// Revision 23 is unreadable; 24 to 60 read and are dropped.
+	if len(revs) != 37 || revs[0] != 24 || revs[len(revs)-1] != 60 || !keys["k59"] || keys["k22"] {
+		t.Errorf("dropped revisions %v, keys %v", revs, keys)
+	}
+	if len(plan.Unreadable) == 0 || !strings.Contains(plan.Unreadable[0], name) {
+		t.Errorf("unreadable %q, want the damaged record of %s", plan.Unreadable, name)
+	}
+}

@@ -74,8 +74,21 @@ type RepairPlan struct {
 	// stale). The repaired store's next write gets Skip+1.
 	Skip record.Revision
 	// Floor says how Skip was found, in words.
-	Floor   string
-	actions []func(fsys vfs.FS) error
+	Floor string
+	// Dropped lists every readable record the repair gives up (after the
+	// cut, or in a segment set aside), DroppedEntries every readable entry
+	// of a snapshot set aside, and Unreadable the damaged ranges given up,
+	// in words: what the repair drops, key by key and revision by
+	// revision, as far as it can be read (kv DIR dump --salvage reads the
+	// same).
+	Dropped        []DroppedRecord
+	DroppedEntries []DroppedEntry
+	Unreadable     []string
+	// LostKeys lists, for a snapshot rewritten with the entries that read
+	// (see PlanRepair), the key ranges its damage lost: every key strictly
+	// between After and Before (nil: unbounded).
+	LostKeys []snapshot.Lost
+	actions  []func(fsys vfs.FS) error
 	// lostNewest: the newest segment is missing, and with it every trace
 	// of the revisions it held (see floor).
 	lostNewest bool
@@ -229,6 +242,9 @@ func planLog(fsys vfs.FS, dir string, rep *Report) (*RepairPlan, error) {
 			return wal.RepairTail(fsys, dir, cutSeg, cutOff, skip)
 		})
 		p.Drops = append(p.Drops, fmt.Sprintf("the rest of %s from offset %d: every record after revision %d in it", wal.SegmentName(cutSeg), cutOff, keep))
+		if err := p.listRecords(fsys, name, cutSeg, cutOff); err != nil {
+			return nil, err
+		}
 	} else if prev, ok := liveSegment(rep, cutSeg-1); ok && !prev.Sealed {
 		// A segment is missing after one that is not sealed: that one
 		// becomes the newest once the later ones are set aside, and the
@@ -247,6 +263,9 @@ func planLog(fsys vfs.FS, dir string, rep *Report) (*RepairPlan, error) {
 	}
 	for _, s := range later {
 		if err := p.moveAside(fsys, wal.SegmentPath(dir, s)); err != nil {
+			return nil, err
+		}
+		if err := p.listRecords(fsys, wal.SegmentPath(dir, s), s, 0); err != nil {
 			return nil, err
 		}
 	}
@@ -336,6 +355,9 @@ func (p *RepairPlan) skipAtEnd(dir string, last SegmentReport, skip []byte) {
 // gone, so the repaired store starts from an empty snapshot that covers
 // what precedes the remaining run of segments.
 func planSnapshot(fsys vfs.FS, dir string, rep *Report, p *RepairPlan) (*RepairPlan, error) {
+	if plan, ok, err := planSnapshotKeep(fsys, dir, rep, p); ok || err != nil {
+		return plan, err
+	}
 	// Keep the newest contiguous run of segments that starts with a record
 	// or is empty, and set aside older ones.
 	segs := rep.Segments
@@ -391,11 +413,17 @@ func planSnapshot(fsys vfs.FS, dir string, rep *Report, p *RepairPlan) (*RepairP
 		return nil, err
 	}
 	p.Drops = append(p.Drops, "every key stored in the snapshot")
+	if err := p.listSnapshot(fsys, path.Join(dir, snapshot.Name)); err != nil {
+		return nil, err
+	}
 	for _, s := range segs[:start] {
 		if err := p.moveAside(fsys, wal.SegmentPath(dir, s.Segment)); err != nil {
 			return nil, err
 		}
 		p.Drops = append(p.Drops, fmt.Sprintf("segment %s", wal.SegmentName(s.Segment)))
+		if err := p.listRecords(fsys, wal.SegmentPath(dir, s.Segment), s.Segment, 0); err != nil {
+			return nil, err
+		}
 	}
 	if first > 1 {
 		meta := snapshot.Meta{Covered: first - 1, Revision: base}

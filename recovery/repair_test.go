@@ -92,44 +92,61 @@ func TestCheckAndRepair(t *testing.T) {
 	}
 }
 
+// TestRepairSnapshot: a damaged snapshot is set aside when its first
+// record is damaged, and written again with the entries that read when
+// only its entries (here its end frame) are; the two records after it
+// apply on top either way, and the repair's skip passes every revision.
 func TestRepairSnapshot(t *testing.T) {
 	ops := articleOps()
-	fsys, dir := newDir(t)
-	writeLog(t, fsys, dir, 1, 1, ops)
-	res, err := recovery.Recover(fsys, dir, recovery.Options{})
-	if err != nil {
-		t.Fatal(err)
+	keptAll := map[string]string{}
+	for k, v := range articleWant {
+		keptAll[k] = v
 	}
-	res.Writer.Close()
-	writeLog2 := func() {
-		// Two more records in log.000002 after the snapshot.
-		fsys.Remove(wal.SegmentPath(dir, 2))
-		writeLog(t, fsys, dir, 2, 18, ops[:2])
-	}
-	writeLog2()
-	name := dir + "/" + snapshot.Name
-	b, _ := vfs.ReadFile(fsys, name)
-	b[len(b)-5] ^= 1
-	rewrite(t, fsys, name, b)
-	plan, err := recovery.PlanRepair(fsys, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := plan.Apply(fsys, nil); err != nil {
-		t.Fatal(err)
-	}
-	res, err = recovery.Recover(fsys, dir, recovery.Options{})
-	if err != nil {
-		t.Fatalf("Recover after repair: %v (plan %v)", err, plan.Steps)
-	}
-	defer res.Writer.Close()
-	if d := cmp.Diff(map[string]string{"c": "3"}, dump(res.Map)); d != "" {
-		t.Errorf("map (-want +got):\n%s", d)
-	}
-	// Revision 19 was the log's last: the repair skips past it, so that
-	// revisions never go backwards or repeat.
-	if res.Map.Revision() != plan.Skip || plan.Skip <= 19 {
-		t.Errorf("revision %d after repair (skip %d), want the skip, past 19: revisions must not go backwards", res.Map.Revision(), plan.Skip)
+	keptAll["c"] = "58" // 55, then the two adds of log.000002
+	for _, tc := range []struct {
+		name string
+		at   func(b []byte) int
+		want map[string]string
+	}{
+		{"the end frame damaged: every entry kept", func(b []byte) int { return len(b) - 5 }, keptAll},
+		{"the first record damaged: set aside", func([]byte) int { return 8 + 12 }, map[string]string{"c": "3"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fsys, dir := newDir(t)
+			writeLog(t, fsys, dir, 1, 1, ops)
+			res, err := recovery.Recover(fsys, dir, recovery.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Writer.Close()
+			// Two more records in log.000002 after the snapshot.
+			fsys.Remove(wal.SegmentPath(dir, 2))
+			writeLog(t, fsys, dir, 2, 18, ops[:2])
+			name := dir + "/" + snapshot.Name
+			b, _ := vfs.ReadFile(fsys, name)
+			b[tc.at(b)] ^= 1
+			rewrite(t, fsys, name, b)
+			plan, err := recovery.PlanRepair(fsys, dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := plan.Apply(fsys, nil); err != nil {
+				t.Fatal(err)
+			}
+			res, err = recovery.Recover(fsys, dir, recovery.Options{})
+			if err != nil {
+				t.Fatalf("Recover after repair: %v (plan %v)", err, plan.Steps)
+			}
+			defer res.Writer.Close()
+			if d := cmp.Diff(tc.want, dump(res.Map)); d != "" {
+				t.Errorf("map (-want +got):\n%s", d)
+			}
+			// Revision 19 was the log's last: the repair skips past it, so
+			// that revisions never go backwards or repeat.
+			if res.Map.Revision() != plan.Skip || plan.Skip <= 19 {
+				t.Errorf("revision %d after repair (skip %d), want the skip, past 19: revisions must not go backwards", res.Map.Revision(), plan.Skip)
+			}
+		})
 	}
 }
 

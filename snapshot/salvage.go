@@ -163,8 +163,13 @@ func Salvage(fsys vfs.FS, name string, entry func(*record.Entry) error) (Salvage
 		first = false
 		off += n
 	}
-	if damaged {
+	switch {
+	case damaged:
 		lost(damageFrom, out.Size)
+	case !ended:
+		// Cut short at a frame boundary: what followed is lost, however
+		// long it was.
+		out.Lost = append(out.Lost, Lost{From: out.Size, To: out.Size, After: bytes.Clone(last)})
 	}
 	if off < out.Size && ended {
 		lost(off, out.Size) // bytes after the end frame

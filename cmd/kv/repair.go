@@ -3,8 +3,11 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"path"
+	"strings"
 
+	"github.com/kvstore/kv/internal/opmodel"
 	"github.com/kvstore/kv/kv"
 	"github.com/kvstore/kv/recovery"
 	"github.com/kvstore/kv/vfs"
@@ -29,7 +32,14 @@ step and exactly which committed data it drops. It holds the directory's
 lock throughout.
 
 Without --yes it only prints the plan, and refuses (exit 1) when the plan
-drops committed records. A torn tail needs no repair: recovery cuts it.`,
+drops committed records. The plan lists what it drops as far as it can
+be read: every record (revision, operations, file and offset), every
+key of a snapshot it sets aside, and every unreadable range. When only
+the entries of a snapshot are damaged (its first record reads, it holds
+no lease, and the log after it is sound), the repair keeps every entry
+that reads and loses only the keys in the damaged ranges, which the plan
+names by the keys around them. 'kv DIR dump --salvage' prints what
+survives beforehand. A torn tail needs no repair: recovery cuts it.`,
 		Example: `  kv data repair          # show the plan
   kv data repair --yes    # carry it out`,
 		Args: args(1, 1),
@@ -70,6 +80,7 @@ drops committed records. A torn tail needs no repair: recovery cuts it.`,
 			for _, d := range plan.Drops {
 				fmt.Fprintf(w, "drops %s\n", d)
 			}
+			printDropped(w, plan)
 			if !o.yes {
 				return exitError{code: exitFailed, msg: "refusing to drop committed data without --yes (the plan above changes nothing until then)"}
 			}
@@ -83,4 +94,18 @@ drops committed records. A torn tail needs no repair: recovery cuts it.`,
 	}
 	c.Flags().BoolVar(&o.yes, "yes", false, "carry out a plan that drops committed records")
 	return c
+}
+
+// printDropped lists what plan drops, record by record and key by key.
+func printDropped(w io.Writer, plan *recovery.RepairPlan) {
+	for _, d := range plan.Dropped {
+		fmt.Fprintf(w, "drops revision %d at %s offset %d: %s\n", d.Record.Revision, d.File, d.Offset,
+			strings.TrimPrefix(describeRecord(d.Record, nil), fmt.Sprintf("rev %d  ", d.Record.Revision)))
+	}
+	for _, e := range plan.DroppedEntries {
+		fmt.Fprintf(w, "drops key %s=%s (revision %d) of %s\n", opmodel.Show(e.Entry.Key), opmodel.Show(e.Entry.Value), e.Entry.ModRev, e.File)
+	}
+	for _, u := range plan.Unreadable {
+		fmt.Fprintf(w, "drops unreadable %s\n", u)
+	}
 }

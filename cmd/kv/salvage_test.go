@@ -92,3 +92,44 @@ func TestDumpSalvage(t *testing.T) {
 		t.Errorf("salvage changed the directory:\nbefore %v\nafter  %v", before, d)
 	}
 }
+
+// TestRepairPlanListsDrops: kv DIR repair without --yes names every
+// record its plan drops (revision, operation, file and offset) and the
+// unreadable bytes, exits 1, and changes nothing.
+func TestRepairPlanListsDrops(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	for i := range 10 {
+		if code, _, stderr := kvRun(t, "", dir, "put", fmt.Sprintf("k%d", i), fmt.Sprintf("v%d", i)); code != 0 {
+			t.Fatal(stderr)
+		}
+	}
+	var offs []int64
+	rd := &wal.Reader{FS: vfs.OS, Dir: dir}
+	if _, err := rd.Scan(1, true, func(r wal.Record) error { offs = append(offs, r.Offset); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	seg := filepath.Join(dir, wal.SegmentName(1))
+	b, _ := os.ReadFile(seg)
+	b[offs[4]+30] ^= 0x10 // revision 5
+	os.WriteFile(seg, b, 0o600)
+	before := hashDir(t, dir)
+	code, out, _ := kvRun(t, "", dir, "repair")
+	if code != exitFailed {
+		t.Errorf("exit %d", code)
+	}
+	for i := 6; i <= 10; i++ {
+		want := fmt.Sprintf("drops revision %d at %s offset %d: put k%d v%d", i, seg, offs[i-1], i-1, i-1)
+		if !strings.Contains(out, want) {
+			t.Errorf("the plan lacks %q:\n%s", want, out)
+		}
+	}
+	if !strings.Contains(out, "drops unreadable "+seg+" bytes ") {
+		t.Errorf("the plan does not name the unreadable bytes:\n%s", out)
+	}
+	after := hashDir(t, dir)
+	delete(before, "LOCK")
+	delete(after, "LOCK")
+	if fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Error("the plan changed the directory")
+	}
+}
