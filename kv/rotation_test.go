@@ -122,3 +122,31 @@ func TestRotationFullDisk(t *testing.T) {
 		t.Errorf("%d keys after the reopen, %d acknowledged", s.Len(), acked)
 	}
 }
+
+// TestDeletedMarkerAndNewestIsTheLimit documents what README's caveats
+// say the marker cannot show: with the marker deleted too, the store
+// follows the rules of stores made before it, where a sealed newest
+// segment is a crash state, and the deletion of the newest segment goes
+// unnoticed (the open writes the marker back).
+func TestDeletedMarkerAndNewestIsTheLimit(t *testing.T) {
+	mem := vfs.NewMem()
+	opts := kv.Options{FS: mem, SegmentSize: 1 << 10, CheckpointBytes: -1}
+	s, err := kv.Open("/data", &opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 40 {
+		if _, err := s.Put([]byte(fmt.Sprint("k", i)), make([]byte, 50)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	newest := s.Stats().Segment
+	s.Close()
+	mem.Remove(wal.SegmentPath("/data", newest))
+	mem.Remove(path.Join("/data", recovery.MarkerName))
+	s, err = kv.Open("/data", &opts)
+	if err != nil {
+		t.Fatalf("the limit changed (good news: update README's caveat): %v", err)
+	}
+	s.Close()
+}

@@ -12,6 +12,12 @@
 // after a durable snapshot covers it, and a snapshot that this process did
 // not write is made durable before anything it covers is deleted.
 //
+// A directory that is not a store (Identify: no marker, no segment or
+// snapshot the store wrote) is refused with ErrNotDataDir before anything
+// in it is read as data; an empty one gets a new store unless NoCreate.
+// Salvage reads what survives damage without changing anything, and
+// PlanRepair lists, record by record, what a repair would drop.
+//
 // # Crash contract
 //
 // Recover is idempotent: a crash at any point of it (process crash or power
