@@ -484,10 +484,16 @@ func restoreCrashes(t *testing.T, bug variant.Bug) (problems []string, outcomes 
 				where = fmt.Sprintf("%s crash after Restore returned", st.name)
 			}
 			r, err := kv.Open("/r", &kv.Options{FS: st.fs, ReadOnly: true})
+			if errors.Is(err, kv.ErrNoStore) && !finished {
+				// The directory is missing or holds no store yet: a
+				// read-only open creates nothing.
+				outcomes["empty"]++
+				continue
+			}
 			if err != nil {
 				if finished {
 					problems = append(problems, fmt.Sprintf("%s: the restored store does not open: %v", where, err))
-				} else if !recovery.IsCorrupt(err) && !errors.Is(err, fs.ErrNotExist) {
+				} else if !recovery.IsCorrupt(err) && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, kv.ErrNotDataDir) {
 					problems = append(problems, fmt.Sprintf("%s: open fails with %v, which is neither refusal nor absence", where, err))
 				}
 				outcomes["refused or absent"]++

@@ -151,8 +151,9 @@ const (
 	DirMissing DirKind = iota + 1
 	// DirEmpty: the directory holds no store: it is empty, or holds only
 	// what a crash leaves of a store being created before its first
-	// record (LOCK, log.000001 holding no record, KVSTORE.tmp), or
-	// lost+found. Recover creates a store in it, unless told not to.
+	// record (LOCK, log.000001 holding no record, KVSTORE.tmp, a
+	// snapshot.tmp that starts as a snapshot does), or lost+found.
+	// Recover creates a store in it, unless told not to.
 	DirEmpty
 	// DirMarked: the directory holds the marker: a store.
 	DirMarked
@@ -235,6 +236,16 @@ func Identify(fsys vfs.FS, dir string) (DirKind, error) {
 				return DirUnmarked, nil
 			}
 			foreign = append(foreign, n)
+		case snapshot.TmpName:
+			// Never trusted, removed by recovery: a store's if it starts
+			// as a snapshot does (a restore or a checkpoint cut short).
+			ok, err := snapshot.SniffPrefix(fsys, file)
+			if err != nil {
+				return 0, err
+			}
+			if !ok {
+				foreign = append(foreign, n)
+			}
 		case LockName, MarkerName + ".tmp", lostFound:
 		default:
 			foreign = append(foreign, n)

@@ -78,6 +78,12 @@ func TestIdentify(t *testing.T) {
 				fsys.Remove(wal.SegmentPath(dir, 1))
 				putFile(t, fsys, wal.SegmentPath(dir, 1), b)
 			}},
+		{name: "a snapshot.tmp cut short (a restore that crashed)", want: recovery.DirEmpty,
+			setup: func(fsys *vfs.MemFS, dir string) { putFile(t, fsys, dir+"/snapshot.tmp", []byte("KVSNAP\x01")) }},
+		{name: "an empty snapshot.tmp", want: recovery.DirEmpty,
+			setup: func(fsys *vfs.MemFS, dir string) { putFile(t, fsys, dir+"/snapshot.tmp", nil) }},
+		{name: "a text file named snapshot.tmp", wantErr: recovery.ErrNotDataDir,
+			setup: func(fsys *vfs.MemFS, dir string) { putFile(t, fsys, dir+"/snapshot.tmp", []byte("draft")) }},
 		{name: "a text file named log.000001", wantErr: recovery.ErrNotDataDir,
 			setup: func(fsys *vfs.MemFS, dir string) {
 				putFile(t, fsys, wal.SegmentPath(dir, 1), []byte("my notes\n"))

@@ -24,3 +24,20 @@ func Sniff(fsys vfs.FS, name string) (bool, error) {
 	}
 	return b == magic, nil
 }
+
+// SniffPrefix reports whether the file name holds the start of a snapshot
+// as far as it goes, an empty file included: what a crash leaves of a
+// snapshot being written (snapshot.tmp). It reads six bytes.
+func SniffPrefix(fsys vfs.FS, name string) (bool, error) {
+	f, err := fsys.Open(name)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	var b [len(magic)]byte
+	n, err := f.ReadAt(b[:], 0)
+	if err != nil && err != io.EOF {
+		return false, err
+	}
+	return string(b[:n]) == string(magic[:n]), nil
+}
