@@ -16,7 +16,8 @@
 // VALUE that starts with a double quote is a Go-quoted string, for
 // spaces, newlines and bytes that are not printable; N is a decimal
 // int64. Blank lines and lines whose first non-blank byte is '#' are
-// skipped. FuzzParseOp checks, seeded from testdata/load-lines.txt, that
+// skipped. A dump line (below) is an op line too: "put KEY VALUE", so
+// that kv load reads what kv dump prints. FuzzParseOp checks, seeded from testdata/load-lines.txt, that
 // no line makes ParseLine panic and that what it accepts reads back the
 // same when written out again.
 //
@@ -24,9 +25,12 @@
 //
 // One KEY=VALUE line per key, in key order. A key or value is printed as
 // it is unless that would be ambiguous (bytes that are not printable
-// UTF-8, '=', a newline, a leading double quote): then it is Go-quoted.
-// The checkers compare maps as their dumps: two maps are equal when their
-// dumps are. FuzzDump checks that every key and value reads back.
+// UTF-8, '=', a newline, a leading double quote, a leading or trailing
+// space; for a key also any space and a leading '#', so that the line is
+// neither an op line nor a comment): then it is Go-quoted. The checkers
+// compare maps as their dumps: two maps are equal when their dumps are.
+// FuzzDump checks that every key and value reads back, through ParseDump
+// and as kv load reads it.
 //
 // # History
 //

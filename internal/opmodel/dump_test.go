@@ -1,9 +1,11 @@
 package opmodel
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/kvstore/kv/kv"
 )
 
 func TestShow(t *testing.T) {
@@ -16,6 +18,9 @@ func TestShow(t *testing.T) {
 		`"quoted"`: `"\"quoted\""`,
 		"tab\t":    `"tab\t"`,
 		"":         "",
+		" lead":    `" lead"`,
+		"trail ":   `"trail "`,
+		"#hash":    "#hash",
 	}
 	got := map[string]string{}
 	for in := range tests {
@@ -23,6 +28,30 @@ func TestShow(t *testing.T) {
 	}
 	if d := cmp.Diff(tests, got); d != "" {
 		t.Errorf("Show (-want +got):\n%s", d)
+	}
+}
+
+// TestShowKey: a key is quoted also for a space and a leading '#', so
+// that its dump line reads as neither an op line nor a comment.
+func TestShowKey(t *testing.T) {
+	tests := map[string]string{
+		"plain": "plain",
+		"a b":   `"a b"`,
+		"put k": `"put k"`,
+		"#k":    `"#k"`,
+		"k#":    "k#",
+		"a=b":   `"a=b"`,
+		`a"b`:   `a"b`,
+		"":      "",
+		"\x00":  `"\x00"`,
+		"é":     "é",
+	}
+	got := map[string]string{}
+	for in := range tests {
+		got[in] = ShowKey([]byte(in))
+	}
+	if d := cmp.Diff(tests, got); d != "" {
+		t.Errorf("ShowKey (-want +got):\n%s", d)
 	}
 }
 
@@ -38,6 +67,9 @@ func TestParseDump(t *testing.T) {
 		{"quoted key", `"a=b"=v` + "\n", map[string]string{"a=b": "v"}},
 		{"binary", `"\xff"="l1\nl2"` + "\n", map[string]string{"\xff": "l1\nl2"}},
 		{"empty value", "k=\n", map[string]string{"k": ""}},
+		{"spaces", `"a key"=a value` + "\n", map[string]string{"a key": "a value"}},
+		{"a key like an op line", `"put k"=v` + "\n", map[string]string{"put k": "v"}},
+		{"a key like a comment", `"#k"=v` + "\n", map[string]string{"#k": "v"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -61,10 +93,12 @@ func TestParseDump(t *testing.T) {
 }
 
 // FuzzDump: any key and value read back from their dump line as they
-// were, and no text makes ParseDump panic.
+// were, through ParseDump and through kv load's ParseLine (as a put),
+// and no text makes ParseDump panic.
 func FuzzDump(f *testing.F) {
-	for _, kv := range [][2]string{{"c", "55"}, {"a=b", "v"}, {`"q`, "l1\nl2"}, {"", ""}, {"\xff", "\x00"}, {"k", `"`}} {
-		f.Add(kv[0], kv[1])
+	for _, p := range [][2]string{{"c", "55"}, {"a=b", "v"}, {`"q`, "l1\nl2"}, {"", ""}, {"\xff", "\x00"}, {"k", `"`},
+		{"put k", "v"}, {"#k", " v "}, {"k", "a b=c"}, {"a key", ""}} {
+		f.Add(p[0], p[1])
 	}
 	f.Fuzz(func(t *testing.T, k, v string) {
 		line := DumpLine([]byte(k), []byte(v))
@@ -74,6 +108,13 @@ func FuzzDump(f *testing.F) {
 		}
 		if d := cmp.Diff(map[string]string{k: v}, m); d != "" {
 			t.Fatalf("DumpLine(%q, %q) = %q reads back differently (-want +got):\n%s", k, v, line, d)
+		}
+		op, ok, err := ParseLine(strings.TrimSuffix(line, "\n"))
+		if err != nil || !ok {
+			t.Fatalf("DumpLine(%q, %q) = %q, which kv load does not read: ok %v, %v", k, v, line, ok, err)
+		}
+		if d := cmp.Diff(kv.PutOp([]byte(k), []byte(v)), op); d != "" {
+			t.Fatalf("DumpLine(%q, %q) = %q loads as another operation (-want +got):\n%s", k, v, line, d)
 		}
 		ParseDump(k + "\n" + v)
 	})

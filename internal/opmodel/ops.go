@@ -7,23 +7,35 @@ import (
 	"strings"
 
 	"github.com/kvstore/kv/kv"
+	"github.com/kvstore/kv/record"
 )
 
-// ParseLine reads one op line: "put KEY VALUE", "del KEY" or "add KEY N",
-// fields separated by spaces or tabs, a KEY or VALUE that starts with a
-// double quote read as a Go-quoted string, N a decimal int64. ok is false
-// for a blank line and a comment (a line whose first non-blank byte is
-// '#'), and with an error.
+// ParseLine reads one line of kv load's input: an op line, "put KEY
+// VALUE", "del KEY" or "add KEY N", fields separated by spaces or tabs, a
+// KEY or VALUE that starts with a double quote read as a Go-quoted
+// string, N a decimal int64; or a dump line, KEY=VALUE as kv dump prints
+// it (DumpLine), read as "put KEY VALUE". A line that starts with a
+// double quote, or whose first field holds an '=', is a dump line. ok is
+// false for a blank line and a comment (a line whose first non-blank
+// byte is '#'), and with an error.
 func ParseLine(line string) (op kv.Op, ok bool, err error) {
-	if t := strings.TrimSpace(line); t == "" || t[0] == '#' {
+	t := strings.TrimSpace(line)
+	if t == "" || t[0] == '#' {
 		return kv.Op{}, false, nil
+	}
+	if isDumpLine(line) {
+		k, v, err := parseDumpLine(strings.TrimLeft(line, " \t"))
+		if err != nil {
+			return kv.Op{}, false, err
+		}
+		return kv.PutOp([]byte(k), []byte(v)), true, nil
 	}
 	f, err := fields(line)
 	if err != nil {
 		return kv.Op{}, false, err
 	}
 	bad := func() (kv.Op, bool, error) {
-		return kv.Op{}, false, fmt.Errorf("%q: want 'put KEY VALUE', 'del KEY' or 'add KEY N'", line)
+		return kv.Op{}, false, fmt.Errorf("%q: want 'put KEY VALUE', 'del KEY', 'add KEY N' or a dump line KEY=VALUE", line)
 	}
 	switch f[0] {
 	case "put":
@@ -47,6 +59,34 @@ func ParseLine(line string) (op kv.Op, ok bool, err error) {
 		return kv.AddOp([]byte(f[1]), d), true, nil
 	}
 	return bad()
+}
+
+// OpLine returns op as an op line that ParseLine reads back as op, without
+// a newline: a key or value that is empty, starts with a double quote,
+// or holds a byte that is not printable ASCII or is a space, is
+// Go-quoted.
+func OpLine(op kv.Op) string {
+	field := func(b []byte) string {
+		s := string(b)
+		if s == "" || s[0] == '"' {
+			return strconv.Quote(s)
+		}
+		for i := 0; i < len(s); i++ {
+			if s[i] <= ' ' || s[i] >= 0x7f {
+				return strconv.Quote(s)
+			}
+		}
+		return s
+	}
+	switch op.Kind {
+	case record.KindPut:
+		return "put " + field(op.Key) + " " + field(op.Value)
+	case record.KindDelete:
+		return "del " + field(op.Key)
+	case record.KindAdd:
+		return "add " + field(op.Key) + " " + strconv.FormatInt(op.Delta, 10)
+	}
+	return fmt.Sprintf("op of kind %d", op.Kind)
 }
 
 // fields splits a line on spaces and tabs; a field that starts with a

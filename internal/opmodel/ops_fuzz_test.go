@@ -3,41 +3,11 @@ package opmodel
 import (
 	"bufio"
 	"os"
-	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/kvstore/kv/kv"
-	"github.com/kvstore/kv/record"
 )
-
-// formatOp writes op as an op line that ParseLine reads back: a key or value
-// that is empty, starts with a quote or holds anything but printable ASCII
-// other than space is Go-quoted.
-func formatOp(op kv.Op) string {
-	field := func(b []byte) string {
-		s := string(b)
-		if s == "" || s[0] == '"' {
-			return strconv.Quote(s)
-		}
-		for i := 0; i < len(s); i++ {
-			if s[i] <= ' ' || s[i] >= 0x7f {
-				return strconv.Quote(s)
-			}
-		}
-		return s
-	}
-	switch op.Kind {
-	case record.KindPut:
-		return "put " + field(op.Key) + " " + field(op.Value)
-	case record.KindDelete:
-		return "del " + field(op.Key)
-	case record.KindAdd:
-		return "add " + field(op.Key) + " " + strconv.FormatInt(op.Delta, 10)
-	}
-	return "?"
-}
 
 // FuzzParseOp feeds arbitrary lines to ParseLine, the one parser of op
 // lines (kv load's input, the checkers' workloads), seeded from
@@ -72,7 +42,7 @@ func FuzzParseOp(f *testing.F) {
 			}
 			return
 		}
-		again := formatOp(op)
+		again := OpLine(op)
 		op2, ok2, err := ParseLine(again)
 		if err != nil || !ok2 {
 			t.Fatalf("ParseLine(%q) = %+v, formatted as %q, which does not parse: %v", line, op, again, err)

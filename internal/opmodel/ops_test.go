@@ -30,6 +30,15 @@ func TestParseLine(t *testing.T) {
 		{"add past int64", "add c 9223372036854775808", kv.Op{}, false, "is not a decimal int64"},
 		{"unterminated quote", `put "k v`, kv.Op{}, false, "bad quoted string"},
 		{"no space after a quote", `put "k"v w`, kv.Op{}, false, "no space after quoted string"},
+		{"dump line", "k1=v1", kv.PutOp([]byte("k1"), []byte("v1")), true, ""},
+		{"dump line, spaces in the value", "k=a b=c ", kv.PutOp([]byte("k"), []byte("a b=c ")), true, ""},
+		{"dump line, quoted", `"a key"="l1\nl2"`, kv.PutOp([]byte("a key"), []byte("l1\nl2")), true, ""},
+		{"dump line, empty value", "k=", kv.PutOp([]byte("k"), []byte{}), true, ""},
+		{"dump line, CRLF", "k=v\r", kv.PutOp([]byte("k"), []byte("v")), true, ""},
+		{"dump line, key named put", "put=x y", kv.PutOp([]byte("put"), []byte("x y")), true, ""},
+		{"op line with = in the value", "put k a=b", kv.PutOp([]byte("k"), []byte("a=b")), true, ""},
+		{"dump line, bad quoted value", `k="v`, kv.Op{}, false, "bad quoted value"},
+		{"dump line, no =", `"k" v`, kv.Op{}, false, "no '=' after the key"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
