@@ -13,8 +13,10 @@ import (
 // Printer shows a kill driver's notes and progress on w: a progress
 // bar when w is a terminal, and otherwise a plain line every tenth of the
 // runs (and at most every few seconds), so that a log stays readable.
+// A printer from NewSplitPrinter draws its bar on another writer.
 type Printer struct {
 	w        io.Writer
+	barW     io.Writer // where the bar goes, when it is a terminal
 	bar      *progressbar.ProgressBar
 	label    string
 	tty      bool
@@ -24,9 +26,14 @@ type Printer struct {
 
 // NewPrinter returns a printer for w; label names the runs ("recovery
 // kills").
-func NewPrinter(w io.Writer, label string) *Printer {
-	p := &Printer{w: w, label: label, lastLine: time.Now()}
-	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+func NewPrinter(w io.Writer, label string) *Printer { return NewSplitPrinter(w, w, label) }
+
+// NewSplitPrinter returns a printer of notes on w whose progress is a bar
+// on bar when bar is a terminal (a command's stderr), and plain lines on
+// w otherwise.
+func NewSplitPrinter(w, bar io.Writer, label string) *Printer {
+	p := &Printer{w: w, barW: bar, label: label, lastLine: time.Now()}
+	if f, ok := bar.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		p.tty = true
 	}
 	return p
@@ -49,7 +56,7 @@ func (p *Printer) Progress(k Progress) {
 	if p.tty {
 		if p.bar == nil {
 			p.bar = progressbar.NewOptions(k.Total,
-				progressbar.OptionSetWriter(p.w),
+				progressbar.OptionSetWriter(p.barW),
 				progressbar.OptionSetWidth(30),
 				progressbar.OptionShowCount(),
 				progressbar.OptionSetPredictTime(true),

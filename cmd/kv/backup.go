@@ -33,7 +33,7 @@ directory of it; "kv DIR verify --against FILE" compares a store with it.`,
   kv data backup - | ssh host 'cat > data.kvbackup'`,
 		Args: args(2, 2),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			s, err := g.open(a[0], true, true)
+			s, err := g.openRead(a[0], false, false)
 			if err != nil {
 				return err
 			}

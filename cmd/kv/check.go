@@ -1,7 +1,9 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
+	"io"
 
 	"github.com/kvstore/kv/recovery"
 	"github.com/kvstore/kv/vfs"
@@ -9,7 +11,8 @@ import (
 )
 
 func newCheckCmd(g *globalOpts) *cobra.Command {
-	return &cobra.Command{
+	var asJSON bool
+	c := &cobra.Command{
 		Use:   "check DIR",
 		Short: "Verify every segment and the snapshot without changing anything",
 		Long: `check reads the snapshot and every log segment, verifies every checksum,
@@ -19,54 +22,95 @@ it is safe on a directory another process has open.
 
 Exit status: 0 when recovery would succeed (a torn tail, which a crash
 leaves and recovery cuts, is reported but is not a failure), 1 when
-something is corrupt.`,
-		Example: `  kv data check`,
-		Args:    args(1, 1),
+something is corrupt. On a terminal, a progress line on stderr shows the
+bytes read, of how many, and the rate.`,
+		Example: `  kv data check
+  kv data check --json | jq .ok`,
+		Args: args(1, 1),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			rep, err := checkDir(a[0])
+			stop := onInterrupt(cmd.ErrOrStderr(), func() string { return "check stopped; it changes nothing" })
+			defer stop()
+			rep, err := checkDir(cmd.ErrOrStderr(), a[0], "check")
 			if err != nil {
 				return err
 			}
-			w := cmd.OutOrStdout()
-			for _, p := range rep.Problems {
-				kind := "corrupt"
-				if !p.Corrupt {
-					kind = "note"
+			if asJSON {
+				if err := json.NewEncoder(cmd.OutOrStdout()).Encode(checkJSON(rep)); err != nil {
+					return err
 				}
-				fmt.Fprintf(w, "%s: %s\n", kind, p)
-			}
-			live := 0
-			for _, s := range rep.Segments {
-				if !s.Covered {
-					live++
+				if !rep.Clean() {
+					return exitError{code: exitFailed}
 				}
+				return nil
 			}
-			snap := "no snapshot"
-			if rep.HasSnapshot && rep.SnapshotErr == nil {
-				snap = fmt.Sprintf("snapshot covers log.%s at revision %d", rep.Snapshot.Covered, rep.Snapshot.Revision)
-			} else if rep.SnapshotErr != nil {
-				snap = "snapshot damaged"
-			}
-			if !rep.Clean() {
-				n := 0
-				for _, p := range rep.Problems {
-					if p.Corrupt {
-						n++
-					}
-				}
-				fmt.Fprintf(w, "corrupt: %d problem(s); %s, %d segment(s) to replay; recovery will refuse this directory (see 'kv DIR repair')\n", n, snap, live)
-				return exitError{code: exitFailed}
-			}
-			fmt.Fprintf(w, "ok: %s, %d segment(s) to replay, %d keys at revision %d\n", snap, live, rep.Keys, rep.Revision)
-			return nil
+			return printCheck(cmd.OutOrStdout(), rep)
 		},
+		ValidArgsFunction: completeDir,
 	}
+	jsonFlag(c, &asJSON, "print the report as a JSON object")
+	return c
 }
 
-// checkDir runs recovery.Check on an existing data directory.
-func checkDir(dir string) (*recovery.Report, error) {
+func printCheck(w io.Writer, rep *recovery.Report) error {
+	for _, p := range rep.Problems {
+		kind := "corrupt"
+		if !p.Corrupt {
+			kind = "note"
+		}
+		fmt.Fprintf(w, "%s: %s\n", kind, p)
+	}
+	live := 0
+	for _, s := range rep.Segments {
+		if !s.Covered {
+			live++
+		}
+	}
+	snap := "no snapshot"
+	if rep.HasSnapshot && rep.SnapshotErr == nil {
+		snap = fmt.Sprintf("snapshot covers log.%s at revision %d", rep.Snapshot.Covered, rep.Snapshot.Revision)
+	} else if rep.SnapshotErr != nil {
+		snap = "snapshot damaged"
+	}
+	if !rep.Clean() {
+		n := 0
+		for _, p := range rep.Problems {
+			if p.Corrupt {
+				n++
+			}
+		}
+		fmt.Fprintf(w, "corrupt: %d problem(s); %s, %d segment(s) to replay; recovery will refuse this directory (see 'kv DIR repair')\n", n, snap, live)
+		return exitError{code: exitFailed}
+	}
+	fmt.Fprintf(w, "ok: %s, %d segment(s) to replay, %d keys at revision %d\n", snap, live, rep.Keys, rep.Revision)
+	return nil
+}
+
+// checkJSON is check's report as JSON.
+func checkJSON(rep *recovery.Report) any {
+	type problem struct {
+		File    string `json:"file"`
+		Offset  int64  `json:"offset"` // -1: the whole file
+		Reason  string `json:"reason"`
+		Corrupt bool   `json:"corrupt"`
+	}
+	out := struct {
+		OK       bool      `json:"ok"`
+		Problems []problem `json:"problems"`
+		Stat     any       `json:"stat"`
+	}{OK: rep.Clean(), Problems: []problem{}, Stat: statJSON(rep)}
+	for _, p := range rep.Problems {
+		out.Problems = append(out.Problems, problem{p.File, p.Offset, p.Reason, p.Corrupt})
+	}
+	return out
+}
+
+// checkDir runs recovery.Check on an existing data directory, with a
+// progress line labelled label on stderr when it is a terminal.
+func checkDir(stderr io.Writer, dir, label string) (*recovery.Report, error) {
 	if err := requireDir(dir); err != nil {
 		return nil, err
 	}
-	return recovery.Check(vfs.OS, dir)
+	fsys, p := readProgress(stderr, vfs.OS, dir, label)
+	defer p.done()
+	return recovery.Check(fsys, dir)
 }

@@ -1,19 +1,36 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 
 	"github.com/spf13/cobra"
 )
 
 func newCheckpointCmd(g *globalOpts) *cobra.Command {
-	return &cobra.Command{
-		Use:     "checkpoint DIR",
-		Short:   "Write a snapshot now and delete the log segments it covers",
-		Example: `  kv data checkpoint`,
-		Args:    args(1, 1),
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "checkpoint DIR",
+		Short: "Write a snapshot now and delete the log segments it covers",
+		Long: `checkpoint opens the store (running recovery), seals the log segment
+being written, writes a snapshot of every key that covers the sealed
+segments, makes it durable, and deletes those segments. It prints the
+snapshot's revision and key count and the segment the log continues in.
+The store checkpoints by itself every --checkpoint-bytes of log; this is
+for doing it now, before a backup or to make the next open fast.
+
+checkpoint needs the writer's lock (see --wait); it refuses a DIR that
+does not exist.`,
+		Example: `  kv data checkpoint
+  kv data checkpoint --wait 10s    # while another process may have the store open
+  kv data checkpoint --json | jq .revision`,
+		Args: args(1, 1),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			s, err := g.open(a[0], true, false)
+			stop := onInterrupt(cmd.ErrOrStderr(), func() string {
+				return "the checkpoint did not finish; nothing is lost: the log stays until a snapshot that covers it is durable"
+			})
+			defer stop()
+			s, err := g.openWrite(cmd.Context(), a[0], false)
 			if err != nil {
 				return err
 			}
@@ -25,9 +42,17 @@ func newCheckpointCmd(g *globalOpts) *cobra.Command {
 			if err := s.Close(); err != nil {
 				return err
 			}
-			_, err = fmt.Fprintf(cmd.OutOrStdout(), "snapshot at revision %d, %d keys; log continues in %s\n",
-				st.Revision, st.Keys, "log."+st.Segment.String())
+			seg := "log." + st.Segment.String()
+			if asJSON {
+				return json.NewEncoder(cmd.OutOrStdout()).Encode(map[string]any{"revision": st.Revision, "keys": st.Keys, "segment": seg})
+			}
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "snapshot at revision %d, %d keys; log continues in %s\n", st.Revision, st.Keys, seg)
 			return err
 		},
+		ValidArgsFunction: completeDir,
 	}
+	jsonFlag(c, &asJSON, "print the result as a JSON object")
+	g.waitFlag(c)
+	g.storeFlags(c)
+	return c
 }

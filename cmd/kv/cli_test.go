@@ -39,11 +39,36 @@ func TestRewriteArgs(t *testing.T) {
 		{"data help", "help data"},
 		{"data", "data"},
 		{"", ""},
+		// Negative numbers are arguments, not flags.
+		{"data add c -5", "add -- data c -5"},
+		{"data add c -5 --json", "add --json -- data c -5"},
+		{"--sync never data add c -5", "add --sync never -- data c -5"},
+		{"data add c -- -5", "add data c -- -5"},
+		{"data put k -1", "put -- data k -1"},
+		{"data put k - --segment-size 4k", "put data k - --segment-size 4k"},
+		{"data lock job -- sh -c -1", "lock data job -- sh -c -1"},
+		// Completion: the words are rewritten as the command line they
+		// complete, the word being completed (last, maybe empty) kept.
+		{"__complete data put ''", "__complete put data ''"},
+		{"__complete data ''", "__complete ''"},
+		{"__complete data g", "__complete g"},
+		{"__completeNoDesc data get k", "__completeNoDesc get data k"},
+		{"__complete put data ''", "__complete put data ''"},
+		{"__complete --sync never data ''", "__complete --sync never ''"},
+		{"__complete ''", "__complete ''"},
+		{"__complete data add c -5", "__complete add data c -5"},
 	}
 	for _, tc := range tests {
-		got := strings.Join(rewriteArgs(root, strings.Fields(tc.in)), " ")
-		if got != tc.want {
-			t.Errorf("rewriteArgs(%q) = %q, want %q", tc.in, got, tc.want)
+		in := strings.Fields(tc.in)
+		for i := range in {
+			if in[i] == "''" {
+				in[i] = ""
+			}
+		}
+		got := strings.Join(rewriteArgs(root, in), " ")
+		want := strings.ReplaceAll(tc.want, "''", "")
+		if got != want {
+			t.Errorf("rewriteArgs(%q) = %q, want %q", tc.in, got, want)
 		}
 	}
 }
@@ -56,9 +81,14 @@ func TestLockedDirectory(t *testing.T) {
 	}
 	defer s.Close()
 	code, _, stderr := kvRun(t, "", dir, "put", "k", "v")
-	want := fmt.Sprintf("kv: %s is locked by process %d\n", dir, os.Getpid())
-	if code != 1 || stderr != want {
-		t.Errorf("put on a locked directory: exit %d, stderr %q; want 1, %q", code, stderr, want)
+	want := fmt.Sprintf("kv: %s is locked by process %d (--wait DURATION waits for it)\n", dir, os.Getpid())
+	if code != exitTempFail || stderr != want {
+		t.Errorf("put on a locked directory: exit %d, stderr %q; want %d, %q", code, stderr, exitTempFail, want)
+	}
+	code, _, stderr = kvRun(t, "", dir, "put", "k", "v", "--wait", "50ms")
+	want = fmt.Sprintf("kv: gave up after --wait 50ms: %s is locked by process %d\n", dir, os.Getpid())
+	if code != exitTempFail || stderr != want {
+		t.Errorf("put --wait 50ms on a locked directory: exit %d, stderr %q; want %d, %q", code, stderr, exitTempFail, want)
 	}
 	// Read-only commands still work next to a writer, and see what it
 	// has marked durable (Sync marks at once; an idle store, soon).
@@ -300,7 +330,7 @@ func TestReadAfterCrashedWriter(t *testing.T) {
 func TestExitCodes(t *testing.T) {
 	dir := t.TempDir()
 	store := filepath.Join(t.TempDir(), "store")
-	if code, _, stderr := kvRun(t, "", store, "put", "a", "1"); code != 0 {
+	if code, _, stderr := kvRun(t, "", store, "put", "--create", "a", "1"); code != 0 {
 		t.Fatal(stderr)
 	}
 	tests := []struct {
@@ -318,8 +348,11 @@ func TestExitCodes(t *testing.T) {
 		{"too many arguments", []string{"killtest", "recovery", "extra"}, exitUsage, "wrong number of arguments"},
 		{"cobra's argument check", []string{"completion", "bash", "extra"}, exitUsage, `unknown command "extra"`},
 		{"bad flag value", []string{"--sync", "sometimes", dir, "put", "k", "v"}, exitUsage, "--sync"},
-		{"missing key", []string{store, "get", "k"}, exitFailed, "key k not found"},
+		{"missing key", []string{store, "get", "k"}, exitFailed, `kv: key "k" not found`},
+		{"missing empty key", []string{store, "get", `""`}, exitFailed, `kv: key "" not found`},
 		{"not a store", []string{dir, "get", "k"}, exitFailed, "no kv store in " + dir},
+		{"size with nonsense", []string{store, "put", "k", "v", "--segment-size", "1"}, exitUsage, "below the least of 1KiB"},
+		{"store flag on a command without a store", []string{"demo", "--segment-size", "64MiB"}, exitUsage, "unknown flag: --segment-size"},
 		{"no such directory", []string{filepath.Join(dir, "none"), "dump"}, exitFailed, "no such data directory"},
 	}
 	for _, tc := range tests {

@@ -112,7 +112,7 @@ Exit status 0 when no state is bad, 1 otherwise.`,
 	f.IntVar(&o.maxStates, "max-states", 64, "machine states per crash point before sampling")
 	f.IntVar(&o.samples, "samples", 4, "pessimistic states sampled per crash point")
 	f.IntVar(&o.ops, "ops", 150, "operations of the writes, checkpoint and random workloads")
-	f.BoolVar(&o.json, "json", false, "print the reports as JSON")
+	jsonFlag(c, &o.json, "print the reports as one JSON array")
 	f.BoolVar(&o.noNested, "no-nested", false, "skip crashing the recovery of each crash state")
 	f.BoolVar(&o.shrink, "shrink", true, "shrink a failing random workload")
 	return c

@@ -24,12 +24,13 @@ func newDemoCmd(g *globalOpts) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "demo",
 		Short: "Show the store's main job end to end on a temporary directory",
-		Long: `demo loads the article's workload (add c 1 ... add c 10, put k1 v1 ...
-put k5 v5, del k3, add d 7) into a fresh temporary directory, recovers it
+		Long: `demo loads the workload of the article "Recovery Code Must Survive a
+Crash Too" (Mehdi Akiki): add c 1 ... add c 10, put k1 v1 ... put k5 v5,
+del k3, add d 7, into a fresh temporary directory, recovers it
 (replay and checkpoint), then crashes a recovery in the middle (right
 after it renamed its snapshot into place) and recovers again, and does
-the same with the double-apply bug variant, printing the files and the
-map at each step.`,
+the same with the article's double-apply bug variant, printing the files
+and the map at each step. It ends with commands to try next.`,
 		Example: `  go run ./cmd/kv demo
   kv demo --keep    # leave the directories for a look`,
 		Args: args(0, 0),
@@ -130,6 +131,9 @@ func demo(w io.Writer, keep bool) error {
 	say := func(format string, args ...any) { fmt.Fprintf(w, format+"\n", args...) }
 
 	dir := path.Join(root, "data")
+	say("The workload and the bug come from the article \"Recovery Code Must Survive a Crash Too\"")
+	say("(Mehdi Akiki, \"What survives a crash\", part 11): its store checkpoints at the end of every")
+	say("recovery, and its double-apply bug replays segments a snapshot already covers.")
 	say("== 1. load the article's 17 operations into %s", dir)
 	say("   add c 1 ... add c 10, put k1 v1 ... put k5 v5, del k3, add d 7")
 	if err := loadArticle(dir); err != nil {
@@ -182,5 +186,10 @@ func demo(w io.Writer, keep bool) error {
 	if keep {
 		say("directories kept under %s", root)
 	}
+	say("== what to try next")
+	say("   kv crashsim recovery                        every state a crash can leave, recovered and checked")
+	say("   kv crashsim recovery --bug double-apply     the same checker catching the article's bug")
+	say("   kv killtest recovery --runs 100             SIGKILL real recoveries, as the article did")
+	say("   printf 'add c 1\\nput k v\\n' | kv data load   a store of your own; then kv data dump, kv data log")
 	return nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"path"
@@ -28,8 +29,15 @@ func newDumpCmd(g *globalOpts) *cobra.Command {
 replay the log segments it does not cover, and, if it replayed anything,
 checkpoint (start a new segment, write a snapshot covering the replayed
 ones, delete them), as the article's store does. Then it prints one
-key=value line per key, sorted by key bytes, and nothing else. Keys and values that are not printable
-UTF-8, or hold '=' or a newline, are printed Go-quoted.
+KEY=VALUE line per key, sorted by key bytes, and nothing else. A key or
+value that is not printable UTF-8, holds '=' or a newline, starts with a
+double quote or has a space at either end is printed Go-quoted, and so is
+a key with a space or a leading '#': "kv DIR load" reads the lines back,
+so "kv A dump | kv B load" copies a store.
+
+dump is a read command (see "kv --help", Locks): beside a live writer it
+prints what the writer has made durable, read-only, and writes nothing.
+With --read-only it never writes: it recovers in memory only.
 
 When the checkpoint fails (a full disk), dump still prints every key,
 then says so on stderr and exits 1: the log keeps every record, and the
@@ -43,41 +51,65 @@ revisions no readable record holds, missing segments). It changes
 nothing and takes no lock. It exits 0 when nothing was lost, 1 when
 something was: the keys printed are then what survives, and after a
 lost revision any key may differ from what the store held. Run it before
-'kv DIR repair'.`,
+'kv DIR repair'.
+
+On a terminal, a progress line on stderr shows a long recovery (bytes
+read, of how many, and the rate) and the keys printed. Ctrl-C during
+recovery loses nothing: recovery survives being killed, and the next
+open starts it again.`,
 		Example: `  kv data dump
   kv data dump --json | jq .
   kv data dump --read-only      # recover in memory only; write nothing
+  kv old dump | kv new load     # copy a store
   kv data dump --salvage > survived.txt`,
 		Args: args(1, 1),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			if o.salvage {
 				return runSalvage(cmd.OutOrStdout(), cmd.ErrOrStderr(), g, a[0], o)
 			}
-			s, err := g.open(a[0], true, o.readOnly)
+			stage := "recovering " + a[0]
+			stop := onInterrupt(cmd.ErrOrStderr(), func() string {
+				return stage + "; nothing is lost: a recovery survives being killed, and the next open starts it again"
+			})
+			defer stop()
+			gp, p := g.withProgress(cmd.ErrOrStderr(), a[0], "recovery")
+			s, err := gp.openRead(a[0], o.readOnly, !o.readOnly)
+			p.done()
 			if err != nil {
 				return err
 			}
 			defer s.Close()
-			return runDump(cmd.OutOrStdout(), s, o)
+			stage = "printing the keys of " + a[0]
+			return runDump(cmd.OutOrStdout(), cmd.ErrOrStderr(), s, o)
 		},
+		ValidArgsFunction: completeDir,
 	}
-	c.Flags().BoolVar(&o.json, "json", false, "print one JSON object per key, with its revisions")
-	c.Flags().BoolVar(&o.readOnly, "read-only", false, "recover in memory, write nothing, take a shared lock")
+	jsonFlag(c, &o.json, "print one JSON object per key, with its revisions")
+	c.Flags().BoolVar(&o.readOnly, "read-only", false, "recover in memory, write nothing")
 	c.Flags().BoolVar(&o.salvage, "salvage", false, "read what survives in a damaged directory, change nothing, report what is lost on stderr")
+	g.storeFlags(c)
 	return c
 }
 
 // runDump checkpoints what the open replayed, as the article's recovery
 // does, prints every key of s and closes it. A checkpoint that fails does
-// not keep the keys from being printed: its error comes after them.
-func runDump(w io.Writer, s *kv.Store, o *dumpOpts) error {
+// not keep the keys from being printed: its error comes after them. A
+// store opened read-only (beside a live writer: see openRead) is not
+// checkpointed.
+func runDump(w, stderr io.Writer, s *kv.Store, o *dumpOpts) error {
 	var ckptErr error
 	if !o.readOnly && s.Stats().RecoveryReplayed > 0 {
 		// The article's recovery ends with a checkpoint; a plain open
 		// leaves a short log for the next one to replay.
-		ckptErr = s.Checkpoint()
+		if ckptErr = s.Checkpoint(); errors.Is(ckptErr, kv.ErrReadOnly) {
+			ckptErr = nil // beside a live writer, whose checkpoints these are
+		}
 	}
-	if err := printEntries(w, s.Scan(nil, nil), o.json); err != nil {
+	kp := newProgress(stderr, "dump", "keys", progressDelay())
+	kp.setTotal(int64(s.Len()))
+	err := printEntries(w, s.Scan(nil, nil), o.json, func() { kp.add(1) })
+	kp.done()
+	if err != nil {
 		return err
 	}
 	if err := s.Close(); err != nil {
@@ -110,7 +142,7 @@ func runSalvage(w, report io.Writer, g *globalOpts, dir string, o *dumpOpts) err
 			}
 		}
 	}
-	if err := printEntries(w, entries, o.json); err != nil {
+	if err := printEntries(w, entries, o.json, nil); err != nil {
 		return err
 	}
 	lines := salvageLines(rep)

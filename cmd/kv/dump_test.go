@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"syscall"
 	"testing"
@@ -35,7 +36,7 @@ func TestDumpCheckpointFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	err = runDump(&out, s, &dumpOpts{})
+	err = runDump(&out, io.Discard, s, &dumpOpts{})
 	if !errors.Is(err, syscall.ENOSPC) || !strings.Contains(err.Error(), "checkpoint after the recovery failed") ||
 		!strings.Contains(err.Error(), "free some space") {
 		t.Errorf("dump on a full disk: %v, want the checkpoint's ENOSPC and what to do", err)

@@ -64,11 +64,3 @@ func fencedError(err error, spec string) error {
 	}
 	return exitError{code: exitFenced, msg: fmt.Sprintf("fenced: %s is not the current holder's token, nothing written (%v)", spec, trimKV(err))}
 }
-
-func trimKV(err error) string {
-	s := err.Error()
-	if len(s) > 4 && s[:4] == "kv: " {
-		return s[4:]
-	}
-	return s
-}

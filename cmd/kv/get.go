@@ -7,25 +7,34 @@ import (
 	"github.com/spf13/cobra"
 )
 
-type getOpts struct{ json bool }
+type getOpts struct{ json, raw bool }
 
 func newGetCmd(g *globalOpts) *cobra.Command {
 	o := &getOpts{}
 	c := &cobra.Command{
 		Use:   "get DIR KEY",
 		Short: "Print the value of a key",
-		Long: `get prints the value of KEY as it is, followed by a newline. A missing
-key is an error (exit 1). A KEY that starts with a double quote is read
-as a Go-quoted string.`,
+		Long: `get prints the value of KEY as it is, followed by a newline; with --raw,
+the value's bytes exactly, with nothing added (for binary values and
+files). A missing key is an error (exit 1). A KEY that starts with a
+double quote is read as a Go-quoted string.
+
+get is a read command: it never waits for the writer's lock (see "kv
+--help", Locks).`,
 		Example: `  kv data get k1
-  kv data get k1 --json`,
+  kv data get k1 --json | jq -r .value
+  kv data get picture --raw > picture.png
+  kv data get '"a key"'`,
 		Args: args(2, 2),
 		RunE: func(cmd *cobra.Command, a []string) error {
+			if o.raw && o.json {
+				return usagef("get: --raw and --json do not go together")
+			}
 			key, err := parseArg("key", a[1])
 			if err != nil {
 				return err
 			}
-			s, err := g.open(a[0], true, true)
+			s, err := g.openRead(a[0], false, false)
 			if err != nil {
 				return err
 			}
@@ -34,13 +43,20 @@ as a Go-quoted string.`,
 			if err != nil {
 				return keyError(key, err)
 			}
-			if o.json {
-				return json.NewEncoder(cmd.OutOrStdout()).Encode(toJSON(e))
+			w := cmd.OutOrStdout()
+			switch {
+			case o.json:
+				return json.NewEncoder(w).Encode(toJSON(e, true))
+			case o.raw:
+				_, err = w.Write(e.Value)
+			default:
+				_, err = fmt.Fprintf(w, "%s\n", e.Value)
 			}
-			_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s\n", e.Value)
 			return err
 		},
+		ValidArgsFunction: completeDirKey,
 	}
-	c.Flags().BoolVar(&o.json, "json", false, "print the key as a JSON object with its revisions")
+	jsonFlag(c, &o.json, "print the key as a JSON object with its revisions")
+	c.Flags().BoolVar(&o.raw, "raw", false, "print the value's bytes exactly, without a newline")
 	return c
 }

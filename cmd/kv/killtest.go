@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/kvstore/kv/internal/variant"
@@ -24,6 +26,7 @@ type killtestOpts struct {
 	dir          string
 	stopAfterBad int
 	binary       string
+	json         bool
 }
 
 func (o *killtestOpts) flags(c *cobra.Command, runs, ops int, opsHelp string) {
@@ -37,6 +40,7 @@ func (o *killtestOpts) flags(c *cobra.Command, runs, ops int, opsHelp string) {
 	f.IntVar(&o.stopAfterBad, "stop-after-bad", 0, "stop after this many bad outcomes (0: do every run)")
 	f.StringVar(&o.binary, "kv", "", "the kv binary to kill (default: this one)")
 	f.MarkHidden("kv")
+	jsonFlag(c, &o.json, "print the result as one JSON object instead of the report")
 }
 
 func (o *killtestOpts) kvBinary() (string, error) {
@@ -57,14 +61,15 @@ crash simulator can); it checks the real binary on the real kernel with
 real timing.
 
 Each mode prints the seed first (--seed replays the random choices), a
-progress bar on a terminal or a line every tenth of the runs otherwise,
+progress bar on stderr when it is a terminal or a line every tenth of the
+runs on stdout otherwise,
 then a table of outcomes in the article's form, how many kills landed
 while the process was still working, and, for each failing run, its
 kept directory, the delay and the diff. The exit status is 0 only when
 every run had the expected outcome; with --expect-bad, only when at least
-one run had a bad one. The global --segment-size, --checkpoint-bytes and
---sync flags do not apply; --bug NAME runs every process as that bug
-variant.`,
+one run had a bad one; interrupted (Ctrl-C), killtest stops the run in
+progress, reports the runs done and exits 130. --bug NAME runs every
+process as that bug variant.`,
 		Example: `  kv killtest recovery
   kv killtest recovery --bug double-apply --expect-bad
   kv killtest writes --runs 100 --chain 2
@@ -87,11 +92,21 @@ func (o *killtestOpts) run(cmd *cobra.Command, g *globalOpts, what string,
 		return usageError{err}
 	}
 	w := cmd.OutOrStdout()
-	pr := killdriver.NewPrinter(w, what)
-	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
+	notes := w
+	if o.json {
+		notes = io.Discard
+	}
+	pr := killdriver.NewSplitPrinter(notes, cmd.ErrOrStderr(), what)
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	res, err := mode(ctx, bin, pr)
 	pr.Done()
+	if o.json && res != nil {
+		if jerr := json.NewEncoder(w).Encode(res); jerr != nil {
+			return jerr
+		}
+		w = io.Discard
+	}
 	return killtestReport(w, res, err, o.expectBad)
 }
 
@@ -113,7 +128,7 @@ func killtestReport(w io.Writer, res *killdriver.Result, err error, expectBad bo
 		return exitError{code: exitFailed, msg: fmt.Sprintf("killtest: --expect-bad, but all %d runs had the expected outcome", res.Runs)}
 	}
 	if res.Interrupted {
-		return exitError{code: exitFailed, msg: "killtest: interrupted"}
+		return exitError{code: exitSignaled + int(syscall.SIGINT), msg: fmt.Sprintf("killtest: interrupted after %d of %d runs; the report above covers them", res.Runs, res.Planned)}
 	}
 	return exitError{code: exitFailed, msg: fmt.Sprintf("killtest: %d of %d runs had a bad outcome", res.Bad(), res.Runs)}
 }

@@ -69,7 +69,7 @@ func newLeaseCmd(g *globalOpts) *cobra.Command {
 				if len(rest) != 0 {
 					return usagef("lease list takes no argument")
 				}
-				s, err := g.open(dir, true, true)
+				s, err := g.openRead(dir, false, false)
 				if err != nil {
 					return err
 				}
@@ -90,7 +90,7 @@ func newLeaseCmd(g *globalOpts) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				s, err := g.open(dir, false, false)
+				s, err := g.openWrite(cmd.Context(), dir, false)
 				if err != nil {
 					return err
 				}
@@ -125,7 +125,7 @@ func newLeaseCmd(g *globalOpts) *cobra.Command {
 				if len(ids) != 1 {
 					return usagef("lease revoke takes one lease id")
 				}
-				s, err := g.open(dir, true, false)
+				s, err := g.openWrite(cmd.Context(), dir, false)
 				if err != nil {
 					return err
 				}
@@ -143,8 +143,10 @@ func newLeaseCmd(g *globalOpts) *cobra.Command {
 			return usagef("lease: %q is not list, grant, keepalive or revoke\nUsage: kv %s", action, cmd.Use)
 		},
 	}
-	c.Flags().BoolVar(&o.json, "json", false, "list: one JSON object per lease")
+	jsonFlag(c, &o.json, "list: one JSON object per lease")
 	c.Flags().DurationVar(&o.every, "every", 0, "keepalive: renew again every D until killed (0: once)")
+	g.waitFlag(c)
+	g.storeFlags(c)
 	return c
 }
 
@@ -298,22 +300,23 @@ func (l *leasePut) add(c *cobra.Command) {
 // set reports whether put binds its key to a lease.
 func (l *leasePut) set() bool { return l.ttl != "" || l.lease != 0 }
 
-// put writes key=value bound to the lease, under fence when set, and
-// prints the revision and the lease.
-func (l *leasePut) put(s *kv.Store, fence *fenceFlag, key, val []byte, w io.Writer) error {
+// put writes key=value bound to the lease, under fence when set, closes
+// s, and returns the revision, the lease and its deadline.
+func (l *leasePut) put(s *kv.Store, fence *fenceFlag, key, val []byte) (kv.Revision, kv.LeaseID, time.Time, error) {
+	fail := func(err error) (kv.Revision, kv.LeaseID, time.Time, error) { return 0, 0, time.Time{}, err }
 	if l.ttl != "" && l.lease != 0 {
-		return usagef("--ttl and --lease: give one")
+		return fail(usagef("--ttl and --lease: give one"))
 	}
 	t := kv.Txn{}
 	if fence.spec != "" {
 		name, tok, ok := cutLast(fence.spec, ':')
 		token, err := strconv.ParseInt(tok, 10, 64)
 		if !ok || err != nil || token <= 0 {
-			return usagef("--fence %q: want NAME:TOKEN, TOKEN a decimal number above 0", fence.spec)
+			return fail(usagef("--fence %q: want NAME:TOKEN, TOKEN a decimal number above 0", fence.spec))
 		}
 		f, err := filelock.StoreFence(s, name, token)
 		if err != nil {
-			return usageError{err}
+			return fail(usageError{err})
 		}
 		t.Fence = &f
 	}
@@ -321,17 +324,17 @@ func (l *leasePut) put(s *kv.Store, fence *fenceFlag, key, val []byte, w io.Writ
 	if l.ttl != "" {
 		ttl, err := parseTTL(l.ttl)
 		if err != nil {
-			return err
+			return fail(err)
 		}
 		if id, err = s.Grant(ttl); err != nil {
-			return err
+			return fail(err)
 		}
 	}
 	// The lease, as the key is written: from Lease, after the put,
 	// it could have ended already.
 	info, err := s.Lease(id)
 	if err != nil {
-		return err
+		return fail(err)
 	}
 	var rev kv.Revision
 	if t.Fence == nil {
@@ -346,13 +349,12 @@ func (l *leasePut) put(s *kv.Store, fence *fenceFlag, key, val []byte, w io.Writ
 		if errors.Is(err, kv.ErrFenced) && l.ttl != "" {
 			s.Revoke(id) // the lease granted for nothing
 		}
-		return fencedError(err, fence.spec)
+		return fail(fencedError(err, fence.spec))
 	}
 	if err := s.Close(); err != nil {
-		return err
+		return fail(err)
 	}
-	_, err = fmt.Fprintf(w, "revision %d\nlease %d, deadline %s\n", rev, id, formatDeadline(info.Deadline))
-	return err
+	return rev, id, info.Deadline, nil
 }
 
 // jsonLC is a lease record's change as "kv DIR log --json" prints it.

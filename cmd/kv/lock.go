@@ -63,6 +63,7 @@ or pid-first when kv is killed), a COMMAND that succeeded exits 5.`,
 	f := c.Flags()
 	f.DurationVar(&o.wait, "wait", -1, "give up after this long and exit 75 (default: wait as long as it takes; 0: try once)")
 	lockFlags(f, &o.staleAfter, &o.slots, &o.strategy)
+	g.storeFlags(c)
 	return c
 }
 

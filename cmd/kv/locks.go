@@ -78,9 +78,19 @@ prints what it removed.`,
 			return printLocks(w, infos)
 		},
 	}
-	c.Flags().BoolVar(&o.json, "json", false, "print one JSON object per holder")
+	jsonFlag(c, &o.json, "print one JSON object per holder")
 	lockFlags(c.Flags(), &o.staleAfter, &o.slots, &o.strategy)
 	c.Flags().MarkHidden("slots")
+	g.storeFlags(c)
+	c.ValidArgsFunction = func(_ *cobra.Command, a []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		if len(a) == 0 {
+			return nil, cobra.ShellCompDirectiveFilterDirs
+		}
+		if len(a) == 1 {
+			return []cobra.Completion{"sweep"}, cobra.ShellCompDirectiveNoFileComp
+		}
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
 	return c
 }
 

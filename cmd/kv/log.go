@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -21,10 +22,18 @@ func newLogCmd(g *globalOpts) *cobra.Command {
 		Use:   "log DIR",
 		Short: "Print the records of the write-ahead log",
 		Long: `log prints every record of every segment, one per line: segment,
-offset, revision and operation. It reads damaged segments too, and says
-where a segment's readable records stop and why. It writes nothing.`,
+offset, revision and operation (as an op line that "kv DIR load" reads).
+It reads damaged segments too, and says where a segment's readable
+records stop and why. On a log with no records, it says so. It takes no
+lock and writes nothing.
+
+With --json every line is a JSON object, the damage included: a record
+is {"segment", "offset", "revision", "ops": [...]}; where a segment's
+records stop, {"segment", "offset", "damage": REASON, "torn": BOOL}
+(torn: a crash's tail, which recovery cuts; else corruption, which it
+refuses); an empty log is {"empty": true, "segments": N}.`,
 		Example: `  kv data log
-  kv data log --json`,
+  kv data log --json | jq -c 'select(.damage)'`,
 		Args: args(1, 1),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			if err := requireDir(a[0]); err != nil {
@@ -32,16 +41,17 @@ where a segment's readable records stop and why. It writes nothing.`,
 			}
 			return printLog(cmd.OutOrStdout(), a[0], o.json)
 		},
+		ValidArgsFunction: completeDir,
 	}
-	c.Flags().BoolVar(&o.json, "json", false, "print one JSON object per record")
+	jsonFlag(c, &o.json, "print one JSON object per record")
 	return c
 }
 
 type jsonOp struct {
-	Op    string `json:"op"`
-	Key   string `json:"key"`
-	Value string `json:"value,omitempty"`
-	Delta int64  `json:"delta,omitempty"`
+	Op string `json:"op"`
+	jsonKey
+	*jsonValue
+	Delta *int64 `json:"delta,omitempty"`
 	Lease uint64 `json:"lease,omitempty"`
 }
 
@@ -57,6 +67,14 @@ type jsonRecord struct {
 	Error     string   `json:"error,omitempty"`
 }
 
+// jsonDamage is where a segment's readable records stop.
+type jsonDamage struct {
+	Segment string `json:"segment"`
+	Offset  int64  `json:"offset"`
+	Damage  string `json:"damage"`
+	Torn    bool   `json:"torn"`
+}
+
 func printLog(w io.Writer, dir string, asJSON bool) error {
 	segs, err := wal.ListSegments(vfs.OS, dir)
 	if err != nil {
@@ -64,9 +82,11 @@ func printLog(w io.Writer, dir string, asJSON bool) error {
 	}
 	enc := json.NewEncoder(w)
 	rd := &wal.Reader{FS: vfs.OS, Dir: dir}
+	records := 0
 	for i, s := range segs {
 		newest := i == len(segs)-1
 		info, err := rd.Scan(s, newest, func(r wal.Record) error {
+			records++
 			jr := jsonRecord{Segment: wal.SegmentName(s), Offset: r.Offset}
 			rec, derr := record.Decode(r.Payload)
 			if derr != nil {
@@ -74,7 +94,15 @@ func printLog(w io.Writer, dir string, asJSON bool) error {
 			} else {
 				jr.Revision, jr.Txn, jr.Succeeded, jr.Compares = uint64(rec.Revision), rec.Txn, rec.Succeeded, len(rec.Compares)
 				for _, op := range rec.Ops {
-					jr.Ops = append(jr.Ops, jsonOp{Op: op.Kind.String(), Key: string(op.Key), Value: string(op.Value), Delta: op.Delta, Lease: uint64(op.Lease)})
+					j := jsonOp{Op: op.Kind.String(), jsonKey: keyJSON(op.Key), Lease: uint64(op.Lease)}
+					switch op.Kind {
+					case record.KindPut:
+						j.jsonValue = valueJSON(op.Value)
+					case record.KindAdd:
+						d := op.Delta
+						j.Delta = &d
+					}
+					jr.Ops = append(jr.Ops, j)
 				}
 				jr.Lease = jsonLeaseChange(&rec.Lease)
 			}
@@ -84,14 +112,37 @@ func printLog(w io.Writer, dir string, asJSON bool) error {
 			_, err := fmt.Fprintf(w, "%s %8d  %s\n", jr.Segment, jr.Offset, describeRecord(rec, derr))
 			return err
 		})
+		name := wal.SegmentName(s)
 		switch {
 		case err != nil:
-			fmt.Fprintf(w, "%s: readable records stop: %s\n", wal.SegmentName(s), describe(err))
+			off := info.End
+			var ce *wal.CorruptError
+			if errors.As(err, &ce) && ce.Offset >= 0 {
+				off = ce.Offset
+			}
+			if asJSON {
+				enc.Encode(jsonDamage{Segment: name, Offset: off, Damage: describe(err)})
+			} else {
+				fmt.Fprintf(w, "%s: readable records stop: %s\n", name, describe(err))
+			}
+		case info.Torn && asJSON:
+			enc.Encode(jsonDamage{Segment: name, Offset: info.End, Damage: info.TornReason, Torn: true})
 		case info.Torn:
-			fmt.Fprintf(w, "%s: torn tail at offset %d (%s): recovery cuts it\n", wal.SegmentName(s), info.End, info.TornReason)
+			fmt.Fprintf(w, "%s: torn tail at offset %d (%s): recovery cuts it\n", name, info.End, info.TornReason)
 		case info.Sealed && !asJSON:
-			fmt.Fprintf(w, "%s: sealed\n", wal.SegmentName(s))
+			fmt.Fprintf(w, "%s: sealed\n", name)
 		}
+	}
+	if records == 0 {
+		if asJSON {
+			return enc.Encode(map[string]any{"empty": true, "segments": len(segs)})
+		}
+		what := "no log segment"
+		if len(segs) > 0 {
+			what = fmt.Sprintf("%d segment(s)", len(segs))
+		}
+		_, err := fmt.Fprintf(w, "the log holds no records (%s; what a snapshot holds, 'kv DIR dump' shows)\n", what)
+		return err
 	}
 	return nil
 }
@@ -102,16 +153,9 @@ func describeRecord(rec record.Record, err error) string {
 	}
 	ops := make([]string, len(rec.Ops))
 	for i, op := range rec.Ops {
-		switch op.Kind {
-		case record.KindPut:
-			ops[i] = fmt.Sprintf("put %s %s", opmodel.Show(op.Key), opmodel.Show(op.Value))
-			if op.Lease != 0 {
-				ops[i] += fmt.Sprintf(" lease %d", op.Lease)
-			}
-		case record.KindDelete:
-			ops[i] = fmt.Sprintf("del %s", opmodel.Show(op.Key))
-		case record.KindAdd:
-			ops[i] = fmt.Sprintf("add %s %d", opmodel.Show(op.Key), op.Delta)
+		ops[i] = opmodel.OpLine(op)
+		if op.Kind == record.KindPut && op.Lease != 0 {
+			ops[i] += fmt.Sprintf(" lease %d", op.Lease)
 		}
 	}
 	if rec.Lease.Action != 0 {

@@ -36,7 +36,7 @@ func TestOneShotSyscalls(t *testing.T) {
 	dir := filepath.Join(tmp, "data")
 	// The steady state: a store that exists, with a snapshot and a log.
 	for i := range 3 {
-		if out, err := exec.Command(bin, dir, "put", fmt.Sprintf("warm%d", i), "v").CombinedOutput(); err != nil {
+		if out, err := exec.Command(bin, dir, "put", "--create", fmt.Sprintf("warm%d", i), "v").CombinedOutput(); err != nil {
 			t.Fatalf("put: %v\n%s", err, out)
 		}
 	}

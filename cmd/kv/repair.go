@@ -1,11 +1,13 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"path"
 	"strings"
+	"time"
 
 	"github.com/kvstore/kv/internal/opmodel"
 	"github.com/kvstore/kv/kv"
@@ -14,7 +16,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-type repairOpts struct{ yes bool }
+type repairOpts struct{ yes, json bool }
 
 func newRepairCmd(g *globalOpts) *cobra.Command {
 	o := &repairOpts{}
@@ -29,7 +31,7 @@ cuts the log at the first corrupt record and sets aside every later
 segment, or, for a damaged snapshot, sets it aside and starts from an
 empty snapshot that keeps revisions from going backwards. It prints each
 step and exactly which committed data it drops. It holds the directory's
-lock throughout.
+lock throughout (see --wait).
 
 Without --yes it only prints the plan, and refuses (exit 1) when the plan
 drops committed records. The plan lists what it drops as far as it can
@@ -39,9 +41,12 @@ the entries of a snapshot are damaged (its first record reads, it holds
 no lease, and the log after it is sound), the repair keeps every entry
 that reads and loses only the keys in the damaged ranges, which the plan
 names by the keys around them. 'kv DIR dump --salvage' prints what
-survives beforehand. A torn tail needs no repair: recovery cuts it.`,
+survives beforehand. A torn tail needs no repair: recovery cuts it.
+Interrupted (Ctrl-C, a crash), a repair is safe to run again: it starts
+from what the directory holds then, and keeps the earlier evidence.`,
 		Example: `  kv data repair          # show the plan
-  kv data repair --yes    # carry it out`,
+  kv data repair --yes    # carry it out
+  kv data repair --json | jq -r '.drops[]'`,
 		Args: args(1, 1),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			dir := a[0]
@@ -54,46 +59,111 @@ survives beforehand. A torn tail needs no repair: recovery cuts it.`,
 			} else if !kind.HoldsStore() {
 				return &recovery.NoStoreError{Dir: dir, Missing: kind == recovery.DirMissing}
 			}
-			lock, err := vfs.OS.Lock(path.Join(dir, kv.LockName), true)
+			stage := "planning the repair; nothing was changed"
+			stop := onInterrupt(cmd.ErrOrStderr(), func() string { return stage })
+			defer stop()
+			lock, err := lockForRepair(dir, g.wait)
 			if err != nil {
-				if errors.Is(err, vfs.ErrLocked) {
-					return fmt.Errorf("%s is open in another process; close it before repairing", dir)
-				}
 				return err
 			}
 			defer lock.Close()
-			plan, err := recovery.PlanRepair(vfs.OS, dir)
+			fsys, p := readProgress(cmd.ErrOrStderr(), vfs.OS, dir, "repair plan")
+			plan, err := recovery.PlanRepair(fsys, dir)
+			p.done()
 			if err != nil {
 				return err
 			}
 			w := cmd.OutOrStdout()
+			out := repairJSON{Steps: nonNilStrings(plan.Steps), Drops: nonNilStrings(plan.Drops),
+				KeepThrough: uint64(plan.KeepThrough), Skip: uint64(plan.Skip)}
+			if o.json && (plan.Empty() || !o.yes) {
+				if err := json.NewEncoder(w).Encode(out); err != nil {
+					return err
+				}
+			}
 			if plan.Empty() {
-				fmt.Fprintln(w, "nothing to repair: recovery accepts this directory")
+				if !o.json {
+					fmt.Fprintln(w, "nothing to repair: recovery accepts this directory")
+				}
 				return nil
 			}
-			fmt.Fprintln(w, "plan:")
-			for _, s := range plan.Steps {
-				fmt.Fprintf(w, "  %s\n", s)
+			if !o.json {
+				fmt.Fprintln(w, "plan:")
+				for _, s := range plan.Steps {
+					fmt.Fprintf(w, "  %s\n", s)
+				}
+				fmt.Fprintf(w, "keeps every record through revision %d\n", plan.KeepThrough)
+				fmt.Fprintf(w, "ends the log with a skip to revision %d, so that no revision is ever given twice (%s)\n", plan.Skip, plan.Floor)
+				for _, d := range plan.Drops {
+					fmt.Fprintf(w, "drops %s\n", d)
+				}
+				printDropped(w, plan)
 			}
-			fmt.Fprintf(w, "keeps every record through revision %d\n", plan.KeepThrough)
-			fmt.Fprintf(w, "ends the log with a skip to revision %d, so that no revision is ever given twice (%s)\n", plan.Skip, plan.Floor)
-			for _, d := range plan.Drops {
-				fmt.Fprintf(w, "drops %s\n", d)
-			}
-			printDropped(w, plan)
 			if !o.yes {
 				return exitError{code: exitFailed, msg: "refusing to drop committed data without --yes (the plan above changes nothing until then)"}
 			}
-			err = plan.Apply(vfs.OS, func(step string) { fmt.Fprintf(w, "done: %s\n", step) })
+			stage = "the repair stopped part way; run it again to finish (the .broken files hold the originals)"
+			err = plan.Apply(vfs.OS, func(step string) {
+				if !o.json {
+					fmt.Fprintf(w, "done: %s\n", step)
+				}
+			})
 			if err != nil {
 				return fmt.Errorf("repair stopped: %w (the .broken files hold the originals)", err)
+			}
+			if o.json {
+				out.Applied = true
+				return json.NewEncoder(w).Encode(out)
 			}
 			fmt.Fprintln(w, "repaired: the next open recovers the kept records")
 			return nil
 		},
+		ValidArgsFunction: completeDir,
 	}
 	c.Flags().BoolVar(&o.yes, "yes", false, "carry out a plan that drops committed records")
+	jsonFlag(c, &o.json, "print the plan, and whether it was applied, as a JSON object")
+	g.waitFlag(c)
 	return c
+}
+
+// repairJSON is repair's --json output.
+type repairJSON struct {
+	Steps       []string `json:"steps"`
+	Drops       []string `json:"drops"`
+	KeepThrough uint64   `json:"keep_through"`
+	Skip        uint64   `json:"skip"`
+	Applied     bool     `json:"applied"`
+}
+
+func nonNilStrings(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// lockForRepair takes the directory's writer lock, waiting up to wait
+// for a holder to let it go.
+func lockForRepair(dir string, wait time.Duration) (vfs.File, error) {
+	deadline := time.Now().Add(wait)
+	for {
+		lock, err := vfs.OS.Lock(path.Join(dir, kv.LockName), true)
+		switch {
+		case err == nil:
+			return lock, nil
+		case !errors.Is(err, vfs.ErrLocked):
+			return nil, err
+		case time.Now().After(deadline):
+			msg := fmt.Sprintf("%s is open in another process; close it before repairing", dir)
+			if wait > 0 {
+				msg = fmt.Sprintf("gave up after --wait %v: %s", wait, msg)
+			} else {
+				msg += " (--wait DURATION waits for it)"
+			}
+			return nil, exitError{code: exitTempFail, msg: msg}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // printDropped lists what plan drops, record by record and key by key.

@@ -4,40 +4,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"runtime/debug"
-	"strconv"
+	"regexp"
+	"slices"
 	"strings"
-	"syscall"
-	"time"
 
-	"github.com/kvstore/kv/internal/opmodel"
-	"github.com/kvstore/kv/internal/variant"
 	"github.com/kvstore/kv/kv"
 	"github.com/kvstore/kv/recovery"
-	"github.com/kvstore/kv/vfs"
 	"github.com/kvstore/kv/wal"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
 
 type pflagFlag = pflag.Flag
-
-// defaultInterval is the sync period of --sync interval.
-const defaultInterval = 100 * time.Millisecond
-
-// version is set at build time with -ldflags "-X main.version=..."; the
-// module version from the build info is used otherwise.
-var version = ""
-
-// globalOpts are the flags of every command that opens a store.
-type globalOpts struct {
-	segmentSize     string
-	checkpointBytes string
-	sync            string
-	bug             string
-	noPreallocate   bool
-}
 
 // usageError is a mistake in the command line: exitUsage and a hint.
 type usageError struct{ error }
@@ -63,7 +41,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 	// command's argument checks are usageErrors already (newRoot).
 	var ue usageError
 	if errors.As(err, &ue) || cmd == root {
-		fmt.Fprintf(stderr, "kv: %s\nRun 'kv --help' for usage.\n", err)
+		fmt.Fprintf(stderr, "kv: %s\nRun 'kv --help' for usage.\n", trimKV(err))
 		return exitUsage
 	}
 	var ex exitError
@@ -73,14 +51,15 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 		}
 		return ex.code
 	}
-	fmt.Fprintf(stderr, "kv: %s\n", strings.TrimPrefix(describe(err), "kv: "))
+	fmt.Fprintf(stderr, "kv: %s\n", describe(err))
 	return exitFailed
 }
 
-// keyError words a failed operation on key.
+// keyError words a failed operation on key: the key quoted, so that an
+// empty key shows as "".
 func keyError(key []byte, err error) error {
 	if errors.Is(err, kv.ErrNotFound) {
-		return fmt.Errorf("key %s not found", opmodel.Show(key))
+		return fmt.Errorf("key %q not found", key)
 	}
 	return err
 }
@@ -93,8 +72,9 @@ type exitError struct {
 
 func (e exitError) Error() string { return e.msg }
 
-// describe turns an error into the one line a user reads: for damage, the
-// file and offset first.
+// describe turns an error into the one line a user reads, without the
+// "kv: " of the store's errors (run prints one): for damage, the file
+// and offset first.
 func describe(err error) string {
 	var ce *wal.CorruptError
 	if errors.As(err, &ce) {
@@ -108,7 +88,7 @@ func describe(err error) string {
 		}
 		return fmt.Sprintf("%s: %v: %s%s", loc, trimPrefix(ce.Err), ce.Reason, hint)
 	}
-	return err.Error()
+	return trimKV(err)
 }
 
 func trimPrefix(err error) string {
@@ -119,25 +99,63 @@ func trimPrefix(err error) string {
 	return s
 }
 
+// trimKV is err's text without the prefixes "kv: " that would repeat
+// the one run prints.
+func trimKV(err error) string {
+	s := err.Error()
+	for strings.HasPrefix(s, "kv: ") {
+		s = s[4:]
+	}
+	return strings.ReplaceAll(s, ": kv: ", ": ")
+}
+
+const rootLong = `kv works on a data directory of the kv store: write-ahead log segments
+(log.000001, ...) and a snapshot. Every command that opens the directory
+runs recovery first: it loads the snapshot, replays the log segments the
+snapshot does not cover, and checkpoints if it replayed anything.
+
+The directory comes before the command, as in the article: "kv data dump";
+"kv dump data" is the same.
+
+Creating a store: only load creates a missing data directory by itself
+(it is how a store is made from a file or from another store's dump);
+put and add create one only with --create; every other command refuses a
+directory that does not exist.
+
+Locks: one process at a time writes a store. Commands that write (put,
+del, add, load, checkpoint, repair) need the writer's lock: without
+--wait they fail at once (exit 75) when another process holds it; with
+--wait D they wait up to D. Read commands (get, scan, dump, log, check,
+stat, locks) never wait for the lock and never fail because of it:
+beside a live writer they read what it has made durable, without its
+lock. Without a writer, get, scan and dump first recover what a crashed
+writer left, as a writer's open does (dump then checkpoints, as the
+article's does, unless --read-only); log, check and stat only read.
+
+Output: --json prints one JSON object per line; see "kv help json" for
+the schema. Errors are one line on stderr starting with "kv: ".
+
+Exit status: 0 success; 1 failure; 2 a mistake in the command line; 3 a
+bug in kv; 4 a fenced write refused; 5 a lock taken over while its
+command ran; 75 the store is locked by another process (or "kv DIR lock"
+gave up waiting); 128+N interrupted by signal N (130 for Ctrl-C).
+
+"The article" in the help of demo, crashsim and killtest is "Recovery
+Code Must Survive a Crash Too" (Mehdi Akiki), whose store, 17-operation
+workload, double-apply bug and crash checkers kv follows.`
+
 func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	g := &globalOpts{}
 	root := &cobra.Command{
 		Use:   "kv DIR COMMAND [ARGS]",
 		Short: "An embedded, crash-safe key-value store: recover, inspect, verify and repair a data directory",
-		Long: `kv works on a data directory of the kv store: write-ahead log segments
-(log.000001, ...) and a snapshot. Every command that opens the directory
-runs recovery first: it loads the snapshot, replays the log segments the
-snapshot does not cover, and checkpoints if it replayed anything.
-
-The directory may come before or after the command: "kv data dump" and
-"kv dump data" are the same.
-
-"The article" in the help of demo, crashsim and killtest is "Recovery
-Code Must Survive a Crash Too" (Mehdi Akiki), whose store, 17-operation
-workload, double-apply bug and crash checkers kv follows.`,
+		Long:  rootLong,
 		Example: `  kv demo                       # the whole story on a temporary directory
-  kv data load < ops.txt        # put/del/add lines from stdin
+  kv data load < ops.txt        # put/del/add lines from stdin; creates data/
+  kv data put --create k1 v1    # one write, creating data/ if it is missing
+  kv data get k1
   kv data dump                  # recover and print every key
+  kv old dump | kv new load     # copy a store
   kv data check                 # verify without changing anything`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -147,11 +165,9 @@ workload, double-apply bug and crash checkers kv follows.`,
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.SetUsageTemplate(usageTemplate)
+	root.SetVersionTemplate("kv version {{.Version}}\n")
 	pf := root.PersistentFlags()
-	pf.StringVar(&g.segmentSize, "segment-size", "", "seal a log segment past this size (bytes, or with KiB/MiB/GiB; default 64MiB)")
-	pf.StringVar(&g.checkpointBytes, "checkpoint-bytes", "", "checkpoint after this much log since the last snapshot (default 64MiB; never: only on demand)")
-	pf.StringVar(&g.sync, "sync", "always", "when writes are acknowledged: always (after fdatasync), interval, never")
-	pf.BoolVar(&g.noPreallocate, "no-preallocate", false, "reserve no log space ahead of the records (by default up to 1MiB, at most half the free space)")
 	pf.StringVar(&g.bug, "bug", "", "switch on a deliberate bug variant, for the crash tests")
 	pf.MarkHidden("bug")
 	root.AddCommand(
@@ -159,13 +175,59 @@ workload, double-apply bug and crash checkers kv follows.`,
 		newLoadCmd(g), newCheckCmd(g), newLogCmd(g), newStatCmd(g), newCheckpointCmd(g),
 		newRepairCmd(g), newDemoCmd(g), newCrashsimCmd(g),
 		newKilltestCmd(g), newLockCmd(g), newLocksCmd(g), newWatchCmd(g), newLeaseCmd(g),
-		newBackupCmd(g), newRestoreCmd(g), newVerifyCmd(g),
+		newBackupCmd(g), newRestoreCmd(g), newVerifyCmd(g), newJSONHelp(),
 	)
 	// Cobra adds its completion command when it executes; added now, its
 	// argument checks become usage errors with everyone else's.
 	root.InitDefaultCompletionCmd()
 	usageArgs(root)
 	return root
+}
+
+// usageTemplate is cobra's, with the usage line in the article's order,
+// "kv DIR VERB ARGS", first (useLine).
+const usageTemplate = `Usage:
+  {{useLine .}}{{if .HasAvailableSubCommands}}{{if .HasParent}}
+  {{.CommandPath}} [command]{{end}}{{end}}{{if gt (len .Aliases) 0}}
+
+Aliases:
+  {{.NameAndAliases}}{{end}}{{if .HasExample}}
+
+Examples:
+{{.Example}}{{end}}{{if .HasAvailableSubCommands}}{{$cmds := .Commands}}
+
+Available Commands:{{range $cmds}}{{if (or .IsAvailableCommand (eq .Name "help"))}}
+  {{rpad .Name .NamePadding }} {{.Short}}{{end}}{{end}}{{end}}{{if .HasAvailableLocalFlags}}
+
+Flags:
+{{.LocalFlags.FlagUsages | trimTrailingWhitespaces}}{{end}}{{if .HasAvailableInheritedFlags}}
+
+Global Flags:
+{{.InheritedFlags.FlagUsages | trimTrailingWhitespaces}}{{end}}{{if .HasHelpSubCommands}}
+
+Additional help topics:{{range .Commands}}{{if .IsAdditionalHelpTopicCommand}}
+  {{rpad .CommandPath .CommandPathPadding}} {{.Short}}{{end}}{{end}}{{end}}{{if .HasAvailableSubCommands}}
+
+Use "{{.CommandPath}} [command] --help" for more information about a command.{{end}}
+`
+
+func init() { cobra.AddTemplateFunc("useLine", useLine) }
+
+// useLine is c's usage line: "kv DIR VERB ARGS [flags]" for a command
+// whose first argument is the data directory, with the other spelling
+// after it; cobra's own line otherwise.
+func useLine(c *cobra.Command) string {
+	if !c.HasParent() {
+		return c.Use
+	}
+	if rest, ok := strings.CutPrefix(c.Use, c.Name()+" DIR"); ok && c.Parent() == c.Root() {
+		flags := ""
+		if c.HasAvailableFlags() {
+			flags = " [flags]"
+		}
+		return fmt.Sprintf("kv DIR %s%s%s\n  (or: kv %s DIR%s%s)", c.Name(), rest, flags, c.Name(), rest, flags)
+	}
+	return c.UseLine()
 }
 
 // usageArgs makes the argument check of c and of every command below it
@@ -186,47 +248,56 @@ func usageArgs(c *cobra.Command) {
 	}
 }
 
-func buildVersion() string {
-	if version != "" {
-		return version
+// rewriteArgs turns the command line into one that cobra can parse.
+//
+// The article's spelling "kv DIR VERB args" becomes "kv VERB DIR args":
+// when the first positional argument is not a command and the second is,
+// they swap. A positional argument that is a negative number ("kv data
+// add c -5") would be taken for a flag: the positional arguments then go
+// after a "--". Cobra's hidden completion commands (__complete and
+// __completeNoDesc, which the shell scripts of "kv completion" run) are
+// rewritten as the command line they complete (rewriteCompletion).
+func rewriteArgs(root *cobra.Command, args []string) []string {
+	if len(args) > 0 && (args[0] == cobra.ShellCompRequestCmd || args[0] == cobra.ShellCompNoDescRequestCmd) {
+		return append([]string{args[0]}, rewriteCompletion(root, args[1:])...)
 	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		return bi.Main.Version
-	}
-	return "devel"
+	return negativeArgs(root, swapDirVerb(root, args))
 }
 
-// rewriteArgs turns the article's spelling "kv DIR VERB args" into "kv
-// VERB DIR args", which cobra can parse: when the first positional
-// argument is not a command and the second is, they swap.
-func rewriteArgs(root *cobra.Command, args []string) []string {
+// valuedFlags returns the flags of every command that take a value, as
+// they are spelled on the command line.
+func valuedFlags(root *cobra.Command) map[string]bool {
 	valued := map[string]bool{}
-	addFlags := func(c *cobra.Command) {
-		c.Flags().VisitAll(func(f *pflagFlag) {
-			if f.NoOptDefVal == "" {
-				valued["--"+f.Name] = true
-				if f.Shorthand != "" {
-					valued["-"+f.Shorthand] = true
-				}
-			}
-		})
-	}
-	addFlags(root)
-	root.PersistentFlags().VisitAll(func(f *pflagFlag) {
+	add := func(f *pflagFlag) {
 		if f.NoOptDefVal == "" {
 			valued["--"+f.Name] = true
+			if f.Shorthand != "" {
+				valued["-"+f.Shorthand] = true
+			}
 		}
-	})
-	for _, c := range root.Commands() {
-		addFlags(c)
 	}
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		c.Flags().VisitAll(add)
+		c.PersistentFlags().VisitAll(add)
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
+	return valued
+}
+
+// positionals returns the indexes of the positional arguments in args
+// before any "--", skipping flags and their values.
+func positionals(valued map[string]bool, args []string) []int {
 	var pos []int
-	for i := 0; i < len(args) && len(pos) < 2; i++ {
+	for i := 0; i < len(args); i++ {
 		a := args[i]
 		if a == "--" {
 			break
 		}
-		if strings.HasPrefix(a, "-") && len(a) > 1 {
+		if strings.HasPrefix(a, "-") && len(a) > 1 && !negative.MatchString(a) {
 			if !strings.Contains(a, "=") && valued[a] {
 				i++
 			}
@@ -234,12 +305,88 @@ func rewriteArgs(root *cobra.Command, args []string) []string {
 		}
 		pos = append(pos, i)
 	}
+	return pos
+}
+
+// negative matches a negative number, which no flag of kv looks like.
+var negative = regexp.MustCompile(`^-[0-9]`)
+
+func swapDirVerb(root *cobra.Command, args []string) []string {
+	pos := positionals(valuedFlags(root), args)
 	if len(pos) < 2 || isCommand(root, args[pos[0]]) || !isCommand(root, args[pos[1]]) {
 		return args
 	}
 	out := append([]string(nil), args...)
 	out[pos[0]], out[pos[1]] = args[pos[1]], args[pos[0]]
 	return out
+}
+
+// negativeArgs moves the positional arguments after "--" when one of
+// them is a negative number: "add data c -5 --json" becomes "add --json
+// -- data c -5". The command's name stays in front, where cobra looks
+// for it. "kv DIR lock", whose "--" starts the command it runs, is left
+// alone.
+func negativeArgs(root *cobra.Command, args []string) []string {
+	pos := positionals(valuedFlags(root), args)
+	if len(pos) < 2 || !isCommand(root, args[pos[0]]) || args[pos[0]] == "lock" {
+		return args
+	}
+	found := false
+	for _, i := range pos[1:] {
+		found = found || negative.MatchString(args[i])
+	}
+	if !found {
+		return args
+	}
+	isPos := map[int]bool{}
+	for _, i := range pos {
+		isPos[i] = true
+	}
+	out := []string{args[pos[0]]}
+	var rest []string
+	end := slices.Index(args, "--")
+	if end < 0 {
+		end = len(args)
+	}
+	for i := 0; i < end; i++ {
+		switch {
+		case i == pos[0]:
+		case isPos[i]:
+			rest = append(rest, args[i])
+		default:
+			out = append(out, args[i])
+		}
+	}
+	out = append(out, "--")
+	out = append(out, rest...)
+	if end < len(args) {
+		out = append(out, args[end+1:]...)
+	}
+	return out
+}
+
+// rewriteCompletion rewrites the words that a completion script asks
+// about (the last one is the word being completed, maybe empty) as
+// rewriteArgs rewrites a command line, so that the completion is the
+// one of the command that would run: "kv data put k<TAB>" completes the
+// key of put, never runs it, and never creates a store named
+// "__complete". "kv DIR <TAB>" completes the commands.
+func rewriteCompletion(root *cobra.Command, words []string) []string {
+	if len(words) == 0 {
+		return words
+	}
+	done := words[:len(words)-1]
+	pos := positionals(valuedFlags(root), done)
+	switch {
+	case len(pos) == 0 || isCommand(root, done[pos[0]]):
+		return words
+	case len(pos) == 1:
+		// "kv DIR <TAB>": what comes next is a command.
+		out := append([]string(nil), done[:pos[0]]...)
+		out = append(out, done[pos[0]+1:]...)
+		return append(out, words[len(words)-1])
+	}
+	return append(swapDirVerb(root, done), words[len(words)-1])
 }
 
 func isCommand(root *cobra.Command, name string) bool {
@@ -254,127 +401,11 @@ func isCommand(root *cobra.Command, name string) bool {
 	return false
 }
 
-// parseSize reads a byte count such as 4096, 64KiB or 1MiB.
-func parseSize(flag, s string) (int64, error) {
-	if s == "" {
-		return 0, nil
-	}
-	mult := int64(1)
-	for _, u := range []struct {
-		suffix string
-		n      int64
-	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30}, {"B", 1}} {
-		if strings.HasSuffix(s, u.suffix) {
-			s, mult = strings.TrimSuffix(s, u.suffix), u.n
-			break
-		}
-	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n < 0 {
-		return 0, usagef("--%s: %q is not a size in bytes (such as 4096 or 64MiB)", flag, s)
-	}
-	return n * mult, nil
-}
-
-// storeOptions builds the store's options from the global flags.
-func (g *globalOpts) storeOptions(readOnly bool) (*kv.Options, error) {
-	o := &kv.Options{ReadOnly: readOnly, NoPreallocate: g.noPreallocate}
-	var err error
-	if o.SegmentSize, err = parseSize("segment-size", g.segmentSize); err != nil {
-		return nil, err
-	}
-	if g.checkpointBytes == "never" {
-		o.CheckpointBytes = -1
-	} else if o.CheckpointBytes, err = parseSize("checkpoint-bytes", g.checkpointBytes); err != nil {
-		return nil, err
-	}
-	switch g.sync {
-	case "", "always":
-	case "never":
-		o.Sync = kv.Never
-	case "interval":
-		o.Sync = kv.Interval(defaultInterval)
-	default:
-		return nil, usagef("--sync: %q is not one of always, interval, never", g.sync)
-	}
-	bug, err := variant.Parse(g.bug)
-	if err != nil {
-		return nil, usageError{err}
-	}
-	if bug != variant.None {
-		// The bug variant rides on the store's file system (see
-		// internal/variant).
-		o.FS = variant.Wrap(vfs.OS, bug)
-	}
-	return o, nil
-}
-
-// open opens the store in dir. With mustExist, a missing directory is an
-// error rather than a new empty store. A read-only open is openRead's.
-func (g *globalOpts) open(dir string, mustExist, readOnly bool) (*kv.Store, error) {
-	opts, err := g.storeOptions(readOnly)
-	if err != nil {
-		return nil, err
-	}
-	if mustExist {
-		if err := requireDir(dir); err != nil {
-			return nil, err
-		}
-	}
-	if readOnly {
-		return openRead(dir, opts)
-	}
-	return kv.Open(dir, opts)
-}
-
-// openRead opens dir for a read command. The rule for every read
-// command: it reads what is durable, without the writer's lock, so that
-// it never keeps a writer out. Beside a live writer it shows what that
-// writer has marked durable (its acknowledged writes, a millisecond after
-// it went idle). When the log ends in records that nothing marks durable
-// and no writer is alive (a writer that crashed, or a power loss took its
-// last mark), it recovers the directory first, as a writer's open does,
-// so that those records are made durable and shown; it does not
-// checkpoint.
-func openRead(dir string, opts *kv.Options) (*kv.Store, error) {
-	s, err := kv.Open(dir, opts)
-	if err != nil || s.Stats().RecoveryUnvouched == 0 {
-		return s, err
-	}
-	s.Close()
-	w := *opts
-	w.ReadOnly, w.CheckpointBytes = false, -1
-	s, err = kv.Open(dir, &w)
-	switch {
-	case err == nil:
-		return s, nil
-	case errors.Is(err, kv.ErrLocked), errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.EROFS):
-		// A writer came back, or the directory cannot be written: read
-		// what is durable.
-		return kv.Open(dir, opts)
-	}
-	return nil, err
-}
-
-func requireDir(dir string) error {
-	fi, err := vfs.OS.Stat(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("%s: no such data directory (put and load create one)", dir)
-	}
-	if err != nil {
-		return err
-	}
-	if !fi.IsDir() {
-		return fmt.Errorf("%s: not a directory", dir)
-	}
-	return nil
-}
-
 // args checks the number of positional arguments as a usage error.
 func args(min, max int) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, a []string) error {
 		if len(a) < min || (max >= 0 && len(a) > max) {
-			return usagef("%s: wrong number of arguments\nUsage: kv %s", cmd.Name(), cmd.Use)
+			return usagef("%s: wrong number of arguments\nUsage: %s", cmd.Name(), useLine(cmd))
 		}
 		return nil
 	}

@@ -41,7 +41,7 @@ func TestDumpSalvage(t *testing.T) {
 	for i := range 30 {
 		// One write each, so that every record is followed by one that
 		// claims it synced: the damage is corruption, not a torn tail.
-		if code, _, stderr := kvRun(t, "", dir, "put", fmt.Sprintf("k%02d", i), fmt.Sprintf("value-%02d", i)); code != 0 {
+		if code, _, stderr := kvRun(t, "", dir, "put", "--create", fmt.Sprintf("k%02d", i), fmt.Sprintf("value-%02d", i)); code != 0 {
 			t.Fatal(stderr)
 		}
 	}
@@ -99,7 +99,7 @@ func TestDumpSalvage(t *testing.T) {
 func TestRepairPlanListsDrops(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
 	for i := range 10 {
-		if code, _, stderr := kvRun(t, "", dir, "put", fmt.Sprintf("k%d", i), fmt.Sprintf("v%d", i)); code != 0 {
+		if code, _, stderr := kvRun(t, "", dir, "put", "--create", fmt.Sprintf("k%d", i), fmt.Sprintf("v%d", i)); code != 0 {
 			t.Fatal(stderr)
 		}
 	}

@@ -20,12 +20,14 @@ snapshot with the segment it covers and its revision, and the map
 recovery would build: its number of keys and their bytes, its revision
 and its content hash (SHA-256 of every key's value, revisions and
 version, FORMAT.md "Content hash"), which two copies of a store share
-exactly when they hold the same map. Like check, it writes nothing.`,
+exactly when they hold the same map. Like check, it takes no lock and
+writes nothing.`,
 		Example: `  kv data stat
   kv data stat --json`,
-		Args: args(1, 1),
+		Args:              args(1, 1),
+		ValidArgsFunction: completeDir,
 		RunE: func(cmd *cobra.Command, a []string) error {
-			rep, err := checkDir(a[0])
+			rep, err := checkDir(cmd.ErrOrStderr(), a[0], "stat")
 			if err != nil {
 				return err
 			}
@@ -64,7 +66,7 @@ exactly when they hold the same map. Like check, it writes nothing.`,
 			return nil
 		},
 	}
-	c.Flags().BoolVar(&o.json, "json", false, "print one JSON object")
+	jsonFlag(c, &o.json, "print one JSON object")
 	return c
 }
 

@@ -34,7 +34,7 @@ FILE is damaged, naming its offset.`,
 			if o.against == "" {
 				return usagef("verify: --against FILE is required")
 			}
-			s, err := g.open(a[0], true, true)
+			s, err := g.openRead(a[0], false, false)
 			if err != nil {
 				return err
 			}

@@ -116,17 +116,17 @@ func printWatch(ctx context.Context, w io.Writer, events func(yield func(kv.Even
 			typ = "del"
 		}
 		if o.json {
-			j := watchJSON{Type: typ, Revision: int64(ev.Revision()), jsonEntry: toJSON(ev.Entry)}
+			j := watchJSON{Type: typ, Revision: int64(ev.Revision()), jsonEntry: toJSON(ev.Entry, true)}
 			if ev.Type == kv.EventDelete {
-				j.jsonEntry = jsonEntry{Key: j.Key, KeyBase64: j.KeyBase64, ModRev: ev.Entry.ModRev}
+				j.jsonEntry = jsonEntry{jsonKey: j.jsonKey, ModRev: ev.Entry.ModRev}
 			}
 			if ev.Prev != nil {
-				p := toJSON(*ev.Prev)
+				p := toJSON(*ev.Prev, true)
 				j.Prev = &p
 			}
 			werr = enc.Encode(j)
 		} else {
-			line := fmt.Sprintf("%d del %s", ev.Revision(), opmodel.Show(ev.Entry.Key))
+			line := fmt.Sprintf("%d del %s", ev.Revision(), opmodel.ShowKey(ev.Entry.Key))
 			if ev.Type == kv.EventPut {
 				line = fmt.Sprintf("%d put %s", ev.Revision(), trimNewline(opmodel.DumpLine(ev.Entry.Key, ev.Entry.Value)))
 			}

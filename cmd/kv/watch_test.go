@@ -40,7 +40,7 @@ func TestWatchAcrossWriters(t *testing.T) {
 		}
 		return string(out)
 	}
-	kvRun("put", "k0", "v0")
+	kvRun("put", "--create", "k0", "v0")
 
 	watch := exec.Command(bin, dir, "watch", "--from", "1", "--json", "--prev")
 	stdout, err := watch.StdoutPipe()

@@ -1,0 +1,263 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/kvstore/kv/internal/variant"
+	"github.com/kvstore/kv/kv"
+	"github.com/kvstore/kv/vfs"
+	"github.com/spf13/cobra"
+)
+
+// defaultInterval is the sync period of --sync interval.
+const defaultInterval = 100 * time.Millisecond
+
+// globalOpts holds the flags about opening a store. Each command that
+// opens one registers those it uses (storeFlags, createFlag, waitFlag);
+// --bug is on every command, hidden.
+type globalOpts struct {
+	segmentSize     string
+	checkpointBytes string
+	sync            string
+	bug             string
+	noPreallocate   bool
+	create          bool
+	wait            time.Duration
+	// fs is the file system to open the store through; nil: vfs.OS.
+	fs vfs.FS
+}
+
+// withProgress returns a copy of g that opens a store in dir through a
+// file system that counts what it reads, and the progress report that
+// shows it (nil, and g itself, when stderr is not a terminal): the
+// progress of a long recovery.
+func (g *globalOpts) withProgress(stderr io.Writer, dir, label string) (*globalOpts, *progress) {
+	fsys, p := readProgress(stderr, g.baseFS(), dir, label)
+	if p == nil {
+		return g, nil
+	}
+	c := *g
+	c.fs = fsys
+	return &c, p
+}
+
+func (g *globalOpts) baseFS() vfs.FS {
+	if g.fs == nil {
+		return vfs.OS
+	}
+	return g.fs
+}
+
+// storeFlags adds the flags that shape a store's files and its
+// acknowledgements, for the commands that write.
+func (g *globalOpts) storeFlags(c *cobra.Command) {
+	f := c.Flags()
+	f.StringVar(&g.segmentSize, "segment-size", "", "seal a log segment past this size (such as 4096, 4k, 64MiB or 64MB; at least 1KiB; default 64MiB)")
+	f.StringVar(&g.checkpointBytes, "checkpoint-bytes", "", "checkpoint after this much log since the last snapshot (a size as --segment-size, or never; default 64MiB)")
+	f.StringVar(&g.sync, "sync", "always", "when writes are acknowledged: always (after fdatasync), interval, never")
+	f.BoolVar(&g.noPreallocate, "no-preallocate", false, "reserve no log space ahead of the records (by default up to 1MiB, at most half the free space)")
+}
+
+// createFlag adds --create, for put and add.
+func (g *globalOpts) createFlag(c *cobra.Command) {
+	c.Flags().BoolVar(&g.create, "create", false, "create the data directory if it does not exist (else a mistyped DIR is an error)")
+}
+
+// waitFlag adds --wait, for the commands that need the writer's lock.
+func (g *globalOpts) waitFlag(c *cobra.Command) {
+	c.Flags().DurationVar(&g.wait, "wait", 0, "wait up to this long (such as 5s) for another process to close the store; else exit 75 at once")
+}
+
+// Bounds of the size flags: a segment or a checkpoint threshold below
+// minSize holds a record or two and is a mistake, not a setting.
+const (
+	minSize = 1 << 10
+	maxSize = 1 << 40
+)
+
+var sizeRE = regexp.MustCompile(`^([0-9]+) ?([A-Za-z]*)$`)
+
+// sizeUnits are the units of parseSize, lower-cased: K, KiB and k are
+// 1024, KB is 1000 (as dd reads them), and so on up.
+var sizeUnits = map[string]int64{
+	"": 1, "b": 1,
+	"k": 1 << 10, "kib": 1 << 10, "kb": 1e3,
+	"m": 1 << 20, "mib": 1 << 20, "mb": 1e6,
+	"g": 1 << 30, "gib": 1 << 30, "gb": 1e9,
+	"t": 1 << 40, "tib": 1 << 40, "tb": 1e12,
+}
+
+// parseSize reads a byte count such as 4096, 4k, 64KiB, 64MiB or 64MB,
+// between minSize and maxSize; "" is 0, the store's default.
+func parseSize(flag, s string) (int64, error) {
+	if s == "" {
+		return 0, nil
+	}
+	m := sizeRE.FindStringSubmatch(strings.TrimSpace(s))
+	if m == nil {
+		return 0, usagef("--%s: %q is not a size (such as 4096, 4k, 64MiB or 64MB)", flag, s)
+	}
+	unit, ok := sizeUnits[strings.ToLower(m[2])]
+	if !ok {
+		return 0, usagef("--%s: %q: unknown unit %q (B, k or KiB, KB, M or MiB, MB, G or GiB, GB, T or TiB, TB)", flag, s, m[2])
+	}
+	n, err := strconv.ParseInt(m[1], 10, 64)
+	if err != nil || n > math.MaxInt64/unit {
+		return 0, usagef("--%s: %q is too large", flag, s)
+	}
+	switch n *= unit; {
+	case n < minSize:
+		return 0, usagef("--%s: %q is %d bytes, below the least of 1KiB", flag, s, n)
+	case n > maxSize:
+		return 0, usagef("--%s: %q is more than the most of 1TiB", flag, s)
+	}
+	return n, nil
+}
+
+// storeOptions builds the store's options from the flags.
+func (g *globalOpts) storeOptions(readOnly bool) (*kv.Options, error) {
+	o := &kv.Options{ReadOnly: readOnly, NoPreallocate: g.noPreallocate}
+	var err error
+	if o.SegmentSize, err = parseSize("segment-size", g.segmentSize); err != nil {
+		return nil, err
+	}
+	if g.checkpointBytes == "never" {
+		o.CheckpointBytes = -1
+	} else if o.CheckpointBytes, err = parseSize("checkpoint-bytes", g.checkpointBytes); err != nil {
+		return nil, err
+	}
+	switch g.sync {
+	case "", "always":
+	case "never":
+		o.Sync = kv.Never
+	case "interval":
+		o.Sync = kv.Interval(defaultInterval)
+	default:
+		return nil, usagef("--sync: %q is not one of always, interval, never", g.sync)
+	}
+	bug, err := variant.Parse(g.bug)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	o.FS = g.fs
+	if bug != variant.None {
+		// The bug variant rides on the store's file system (see
+		// internal/variant).
+		o.FS = variant.Wrap(g.baseFS(), bug)
+	}
+	return o, nil
+}
+
+// openWrite opens the store in dir for a command that writes: it needs
+// the writer's lock, waiting up to --wait for it, and creates a missing
+// directory only when create is true.
+func (g *globalOpts) openWrite(ctx context.Context, dir string, create bool) (*kv.Store, error) {
+	opts, err := g.storeOptions(false)
+	if err != nil {
+		return nil, err
+	}
+	if !create {
+		if err := requireDir(dir); err != nil {
+			return nil, err
+		}
+	}
+	if g.wait > 0 {
+		opts.WaitForLock = true
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, g.wait)
+		defer cancel()
+	}
+	s, err := kv.OpenContext(ctx, dir, opts)
+	if errors.Is(err, kv.ErrLocked) {
+		return nil, lockedError(err, g.wait)
+	}
+	return s, err
+}
+
+// lockedError words a store that another process holds, with exit 75
+// (EX_TEMPFAIL): try again later.
+func lockedError(err error, wait time.Duration) error {
+	var le *kv.LockedError
+	msg := trimKV(err)
+	if errors.As(err, &le) {
+		msg = trimKV(le)
+	}
+	if wait > 0 {
+		return exitError{code: exitTempFail, msg: fmt.Sprintf("gave up after --wait %v: %s", wait, msg)}
+	}
+	return exitError{code: exitTempFail, msg: msg + " (--wait DURATION waits for it)"}
+}
+
+// openRead opens dir for a read command, by the rule of every read
+// command (see the root command's help): it never waits for the writer's
+// lock, and never fails because another process holds it.
+//
+// With readOnly it recovers in memory only and reads what is durable.
+// With asWriter (kv DIR dump) it opens the store as a writer does, so
+// that its caller can checkpoint as the article's recovery does.
+// Otherwise (get, scan) it opens read-only, without the lock, so that it
+// never keeps a writer out; only when the log ends in records that
+// nothing marks durable and no writer is alive (a writer that crashed,
+// or a power loss took its last mark) does it recover the directory as a
+// writer's open does, without a checkpoint, so that those records are
+// made durable and shown. Beside a live writer, or where the directory
+// cannot be written, it reads what is durable, read-only.
+func (g *globalOpts) openRead(dir string, readOnly, asWriter bool) (*kv.Store, error) {
+	opts, err := g.storeOptions(true)
+	if err != nil {
+		return nil, err
+	}
+	if err := requireDir(dir); err != nil {
+		return nil, err
+	}
+	if readOnly {
+		return kv.Open(dir, opts)
+	}
+	if !asWriter {
+		s, err := kv.Open(dir, opts)
+		if err != nil || s.Stats().RecoveryUnvouched == 0 {
+			return s, err
+		}
+		s.Close()
+	}
+	w := *opts
+	w.ReadOnly = false
+	if !asWriter {
+		w.CheckpointBytes = -1
+	}
+	s, err := kv.Open(dir, &w)
+	switch {
+	case err == nil:
+		return s, nil
+	case errors.Is(err, kv.ErrLocked), errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.EROFS):
+		// A writer has the store open, or the directory cannot be
+		// written: read what is durable.
+		return kv.Open(dir, opts)
+	}
+	return nil, err
+}
+
+// requireDir refuses a data directory that does not exist.
+func requireDir(dir string) error {
+	fi, err := vfs.OS.Stat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%s: no such data directory (load creates one, and put and add with --create)", dir)
+	}
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%s: not a directory", dir)
+	}
+	return nil
+}
