@@ -1,9 +1,16 @@
 package main
 
 import (
+	"errors"
+	"fmt"
 	"os"
+	"path/filepath"
+	"regexp"
 	"testing"
+	"time"
 
+	"github.com/kvstore/kv/kv"
+	"github.com/kvstore/kv/vfs"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
@@ -16,5 +23,71 @@ func TestMain(m *testing.M) {
 // TestScripts runs the CLI scripts in testdata/script: each is a txtar
 // file of kv command lines and the output they must give.
 func TestScripts(t *testing.T) {
-	testscript.Run(t, testscript.Params{Dir: "testdata/script"})
+	testscript.Run(t, testscript.Params{Dir: "testdata/script", Cmds: scriptCmds, Condition: scriptCondition})
+}
+
+// bashCompletion is the bash-completion package's script, which the bash
+// completion script of cobra needs (its _get_comp_words_by_ref).
+const bashCompletion = "/usr/share/bash-completion/bash_completion"
+
+// scriptCondition answers the scripts' own conditions: [bash-completion]
+// (the package is installed) and [root] (the tests run as root, for whom
+// file permissions do not hold).
+func scriptCondition(cond string) (bool, error) {
+	switch cond {
+	case "bash-completion":
+		_, err := os.Stat(bashCompletion)
+		return err == nil, nil
+	case "root":
+		return os.Geteuid() == 0, nil
+	}
+	return false, fmt.Errorf("unknown condition %q", cond)
+}
+
+// scriptCmds are the commands the scripts have besides testscript's own.
+var scriptCmds = map[string]func(ts *testscript.TestScript, neg bool, args []string){
+	// sleep DURATION
+	"sleep": func(ts *testscript.TestScript, neg bool, args []string) {
+		if len(args) != 1 || neg {
+			ts.Fatalf("usage: sleep DURATION")
+		}
+		d, err := time.ParseDuration(args[0])
+		ts.Check(err)
+		time.Sleep(d)
+	},
+	// waitlocked DIR: wait (up to 20s) until another process holds the
+	// writer's lock of the store in DIR.
+	"waitlocked": func(ts *testscript.TestScript, neg bool, args []string) {
+		if len(args) != 1 || neg {
+			ts.Fatalf("usage: waitlocked DIR")
+		}
+		name := filepath.Join(ts.MkAbs(args[0]), kv.LockName)
+		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			if _, err := os.Stat(name); err != nil {
+				continue
+			}
+			f, err := vfs.OS.Lock(name, true)
+			if errors.Is(err, vfs.ErrLocked) {
+				return
+			}
+			if err == nil {
+				f.Close()
+			}
+		}
+		ts.Fatalf("no process took the lock of %s", args[0])
+	},
+	// waitfor FILE REGEXP: wait (up to 20s) until FILE holds a match.
+	"waitfor": func(ts *testscript.TestScript, neg bool, args []string) {
+		if len(args) != 2 || neg {
+			ts.Fatalf("usage: waitfor FILE REGEXP")
+		}
+		re, err := regexp.Compile("(?m)" + args[1])
+		ts.Check(err)
+		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			if b, err := os.ReadFile(ts.MkAbs(args[0])); err == nil && re.Match(b) {
+				return
+			}
+		}
+		ts.Fatalf("%s: no match for %q after 20s", args[0], args[1])
+	},
 }
