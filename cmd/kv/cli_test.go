@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -134,7 +135,27 @@ func TestCorruptDirectory(t *testing.T) {
 	}
 	before, _ := os.ReadFile(seg)
 
-	code, stdout, stderr := kvRun(t, "", dir, "dump")
+	// log --json stays JSON: every line an object, the damage one too,
+	// at the damaged record, not torn.
+	code, stdout, stderr := kvRun(t, "", dir, "log", "--json")
+	if code != 0 {
+		t.Fatalf("log --json: exit %d, %s", code, stderr)
+	}
+	var damage []map[string]any
+	for _, line := range strings.Split(strings.TrimSuffix(stdout, "\n"), "\n") {
+		var obj map[string]any
+		if err := json.Unmarshal([]byte(line), &obj); err != nil {
+			t.Errorf("log --json printed a line that is not JSON: %q", line)
+		}
+		if _, ok := obj["damage"]; ok {
+			damage = append(damage, obj)
+		}
+	}
+	if len(damage) != 1 || damage[0]["offset"] != float64(offs[1]) || damage[0]["torn"] != false {
+		t.Errorf("log --json on a corrupt log: damage %v, want one, at offset %d, not torn", damage, offs[1])
+	}
+
+	code, stdout, stderr = kvRun(t, "", dir, "dump")
 	re := regexp.MustCompile(fmt.Sprintf(`^kv: .*log\.000001 offset %d: corrupt log: .*nothing was changed.*\n$`, offs[1]))
 	if code != 1 || stdout != "" || !re.MatchString(stderr) {
 		t.Errorf("dump of a corrupt dir: exit %d, stdout %q, stderr %q", code, stdout, stderr)
