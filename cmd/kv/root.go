@@ -180,8 +180,35 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	// Cobra adds its completion command when it executes; added now, its
 	// argument checks become usage errors with everyone else's.
 	root.InitDefaultCompletionCmd()
+	completionExamples(root)
 	usageArgs(root)
 	return root
+}
+
+// completionExamples gives cobra's completion command and its
+// subcommands an example each, as every command of kv has.
+func completionExamples(root *cobra.Command) {
+	c, _, err := root.Find([]string{"completion"})
+	if err != nil || c == root {
+		return
+	}
+	c.Example = `  source <(kv completion bash)                 # bash, this shell (needs the bash-completion package)
+  kv completion zsh > "${fpath[1]}/_kv"        # zsh, every new shell`
+	for _, sub := range c.Commands() {
+		switch sub.Name() {
+		case "bash":
+			sub.Example = `  source <(kv completion bash)
+  kv completion bash > /etc/bash_completion.d/kv`
+		case "zsh":
+			sub.Example = `  source <(kv completion zsh)
+  kv completion zsh > "${fpath[1]}/_kv"`
+		case "fish":
+			sub.Example = `  kv completion fish | source
+  kv completion fish > ~/.config/fish/completions/kv.fish`
+		case "powershell":
+			sub.Example = `  kv completion powershell | Out-String | Invoke-Expression`
+		}
+	}
 }
 
 // usageTemplate is cobra's, with the usage line in the article's order,
