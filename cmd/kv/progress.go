@@ -121,8 +121,8 @@ func (p *progress) draw() {
 	fmt.Fprintf(p.w, "\r\x1b[K%s", p.line())
 }
 
-// done draws the final counts once, if anything was drawn, and clears
-// the line, so that what the command prints next starts clean.
+// done draws the final counts once, if the work ran past the delay, and
+// clears the line, so that what the command prints next starts clean.
 func (p *progress) done() {
 	if p == nil || p.closed {
 		return
@@ -130,7 +130,7 @@ func (p *progress) done() {
 	p.closed = true
 	close(p.stop)
 	p.wg.Wait()
-	if p.drawn {
+	if p.drawn || time.Since(p.start) >= p.delay {
 		p.draw()
 		fmt.Fprint(p.w, "\r\x1b[K")
 	}

@@ -36,7 +36,7 @@ func onInterrupt(stderr io.Writer, state func() string) (stop func()) {
 	go func() {
 		select {
 		case sig := <-sigs:
-			fmt.Fprintf(stderr, "\r\x1b[Kkv: interrupted: %s\n", state())
+			fmt.Fprintf(stderr, "%skv: interrupted: %s\n", clearLine(stderr), state())
 			os.Exit(interruptExit(sig))
 		case <-done:
 		}
@@ -82,7 +82,7 @@ func withInterrupt(parent context.Context, stderr io.Writer) (*interruptContext,
 		}
 		select {
 		case sig := <-sigs:
-			fmt.Fprintf(stderr, "\r\x1b[Kkv: interrupted again (%v): stopping at once; what was acknowledged is committed\n", sig)
+			fmt.Fprintf(stderr, "%skv: interrupted again (%v): stopping at once; what was acknowledged is committed\n", clearLine(stderr), sig)
 			os.Exit(interruptExit(sig))
 		case <-done:
 		}
@@ -92,4 +92,13 @@ func withInterrupt(parent context.Context, stderr io.Writer) (*interruptContext,
 		close(done)
 		cancel()
 	}
+}
+
+// clearLine is what clears a progress line on w: nothing unless w is a
+// terminal.
+func clearLine(w io.Writer) string {
+	if isTerminal(w) {
+		return "\r\x1b[K"
+	}
+	return ""
 }
