@@ -347,11 +347,12 @@ func TestReadAfterCrashedWriter(t *testing.T) {
 }
 
 // TestExitCodes: a mistake in the command line exits with exitUsage,
-// whether kv or cobra finds it, and a failed command with exitFailed.
+// whether kv or cobra finds it, and a failed command with exitFailed (or
+// its own code); each says so in one message with one "kv: " in front.
 func TestExitCodes(t *testing.T) {
 	dir := t.TempDir()
 	store := filepath.Join(t.TempDir(), "store")
-	if code, _, stderr := kvRun(t, "", store, "put", "--create", "a", "1"); code != 0 {
+	if code, _, stderr := kvRun(t, "", store, "put", "--create", "k", "v"); code != 0 {
 		t.Fatal(stderr)
 	}
 	tests := []struct {
@@ -369,18 +370,25 @@ func TestExitCodes(t *testing.T) {
 		{"too many arguments", []string{"killtest", "recovery", "extra"}, exitUsage, "wrong number of arguments"},
 		{"cobra's argument check", []string{"completion", "bash", "extra"}, exitUsage, `unknown command "extra"`},
 		{"bad flag value", []string{"--sync", "sometimes", dir, "put", "k", "v"}, exitUsage, "--sync"},
-		{"missing key", []string{store, "get", "k"}, exitFailed, `kv: key "k" not found`},
+		{"missing key", []string{store, "get", "nokey"}, exitFailed, `kv: key "nokey" not found`},
 		{"missing empty key", []string{store, "get", `""`}, exitFailed, `kv: key "" not found`},
 		{"not a store", []string{dir, "get", "k"}, exitFailed, "no kv store in " + dir},
 		{"size with nonsense", []string{store, "put", "k", "v", "--segment-size", "1"}, exitUsage, "below the least of 1KiB"},
 		{"store flag on a command without a store", []string{"demo", "--segment-size", "64MiB"}, exitUsage, "unknown flag: --segment-size"},
 		{"no such directory", []string{filepath.Join(dir, "none"), "dump"}, exitFailed, "no such data directory"},
+		{"not an integer", []string{store, "add", "k", "1"}, exitFailed, `kv: value is not a decimal integer: key "k" holds "v"`},
+		{"a stale fence", []string{store, "put", "k", "v", "--fence", "job:3"}, exitFenced, "kv: fenced: job:3 is not the current holder's token"},
+		{"a bad lock strategy", []string{store, "lock", "job", "--strategy", "bogus", "--", "true"}, exitUsage, `strategy "bogus" is not one of`},
+		{"a bad quoted key", []string{store, "get", `"k`}, exitUsage, `kv: key "\"k" starts with a double quote but is not a Go-quoted string`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			code, _, stderr := kvRun(t, "", tc.args...)
 			if code != tc.code || !strings.Contains(stderr, tc.stderr) {
 				t.Errorf("kv %s: exit %d, stderr %q; want exit %d and %q", strings.Join(tc.args, " "), code, stderr, tc.code, tc.stderr)
+			}
+			if strings.Count(stderr, "kv: ") != 1 || !strings.HasPrefix(stderr, "kv: ") {
+				t.Errorf("kv %s: stderr %q: want one message, with one \"kv: \" in front", strings.Join(tc.args, " "), stderr)
 			}
 			if tc.code == exitUsage && !strings.HasSuffix(stderr, "Run 'kv --help' for usage.\n") {
 				t.Errorf("kv %s: no hint in %q", strings.Join(tc.args, " "), stderr)

@@ -107,7 +107,7 @@ func parseArg(what, s string) ([]byte, error) {
 	if strings.HasPrefix(s, `"`) {
 		u, err := strconv.Unquote(s)
 		if err != nil {
-			return nil, usagef("%s %s: starts with a quote but is not a Go-quoted string", what, s)
+			return nil, usagef("%s %q starts with a double quote but is not a Go-quoted string (such as '\"a key\"')", what, s)
 		}
 		return []byte(u), nil
 	}

@@ -4,12 +4,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 
 	"github.com/kvstore/kv/kv"
 	"github.com/kvstore/kv/recovery"
+	"github.com/kvstore/kv/vfs"
 	"github.com/kvstore/kv/wal"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -88,7 +91,25 @@ func describe(err error) string {
 		}
 		return fmt.Sprintf("%s: %v: %s%s", loc, trimPrefix(ce.Err), ce.Reason, hint)
 	}
+	var pe *fs.PathError
+	if errors.Is(err, fs.ErrPermission) && errors.As(err, &pe) {
+		return permissionMessage(pe)
+	}
 	return trimKV(err)
+}
+
+// permissionMessage names the file that refused: the file itself when
+// it exists (for this user), else its directory, which does not let this
+// user create or reach it.
+func permissionMessage(pe *fs.PathError) string {
+	if _, err := vfs.OS.Stat(pe.Path); err == nil {
+		return fmt.Sprintf("%s: permission denied (%s)", pe.Path, pe.Op)
+	}
+	dir := filepath.Dir(pe.Path)
+	if dir == "." {
+		dir = "the current directory"
+	}
+	return fmt.Sprintf("%s: permission denied: this user cannot %s %s in it", dir, pe.Op, filepath.Base(pe.Path))
 }
 
 func trimPrefix(err error) string {
