@@ -58,7 +58,7 @@ func (s *Store) Txn(t Txn) (TxnResult, error) {
 	if s.closed.Load() {
 		return TxnResult{}, ErrClosed
 	}
-	if len(t.Then) == 0 && len(t.Else) == 0 && t.Fence == nil && len(t.If) == 0 {
+	if t.empty() {
 		return TxnResult{}, fmt.Errorf("%w: empty transaction", ErrInvalid)
 	}
 	r := newRequest()
@@ -294,7 +294,7 @@ func (s *Store) Submit(op Op) *Pending {
 // goroutine submits (see Submit). Wait returns its revision; Result, after
 // Wait, which branch it took and whether it committed a record.
 func (s *Store) SubmitTxn(t Txn) *Pending {
-	if len(t.Then) == 0 && len(t.Else) == 0 && t.Fence == nil && len(t.If) == 0 {
+	if t.empty() {
 		return &Pending{err: fmt.Errorf("%w: empty transaction", ErrInvalid)}
 	}
 	r := &request{txn: t}

@@ -9,8 +9,21 @@ import (
 )
 
 // ErrNotFound is returned by Get, Delete and fenced writes when the key
-// does not exist.
+// does not exist, as a *NotFoundError that names the key.
 var ErrNotFound = errors.New("kv: key not found")
+
+// NotFoundError is the error of Get and Delete (and their fenced forms)
+// on a key that does not exist. It matches ErrNotFound.
+type NotFoundError struct {
+	Key []byte
+}
+
+// Error implements error, with the key Go-quoted (an empty key shows as
+// "").
+func (e *NotFoundError) Error() string { return fmt.Sprintf("kv: key %q not found", e.Key) }
+
+// Unwrap returns ErrNotFound.
+func (e *NotFoundError) Unwrap() error { return ErrNotFound }
 
 // ErrClosed is returned by every method called after Close, reads
 // included. Revision, Len and Stats, which have no error result, return

@@ -1,6 +1,7 @@
 package kv
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"unsafe"
@@ -178,8 +179,13 @@ func (c *committer) take(r *request) {
 		ops = t.Else
 	}
 	r.res.Succeeded = ok
+	if reads := t.ThenRead; ok {
+		r.res.Reads = c.reads(reads)
+	} else {
+		r.res.Reads = c.reads(t.ElseRead)
+	}
 	if r.mustExist && c.lookup(ops[0].Key) == nil {
-		r.err = ErrNotFound
+		r.err = &NotFoundError{Key: bytes.Clone(ops[0].Key)}
 		return
 	}
 	if len(ops) == 0 {

@@ -2,6 +2,7 @@ package kv_test
 
 import (
 	"errors"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -131,7 +132,7 @@ func TestFenceInGroup(t *testing.T) {
 			if del.err != nil || del.rev != r0+2 {
 				t.Fatalf("delete of L: revision %d, %v; want %d", del.rev, del.err, r0+2)
 			}
-			if want := (kv.TxnResult{Succeeded: true, Committed: true, Revision: next}); create.err != nil || create.res != want {
+			if want := (kv.TxnResult{Succeeded: true, Committed: true, Revision: next}); create.err != nil || !reflect.DeepEqual(create.res, want) {
 				t.Fatalf("create-if-absent of L: %+v, %v; want %+v", create.res, create.err, want)
 			}
 			mu.Lock()

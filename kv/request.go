@@ -150,6 +150,9 @@ func (s *Store) check(r *request) error {
 			return err
 		}
 	}
+	if err := checkReads(t, maxK); err != nil {
+		return err
+	}
 	// The record either branch would log must fit in the log's maximum
 	// record size, counted as take encodes it: a record the log refuses
 	// would fail-stop the store for every caller. Which branch runs is

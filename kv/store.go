@@ -1,6 +1,7 @@
 package kv
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -278,7 +279,8 @@ func (s *Store) close() error {
 	return err
 }
 
-// Get returns the entry of key, or ErrNotFound; ErrClosed after Close. It
+// Get returns the entry of key, or a *NotFoundError naming the key, which
+// matches ErrNotFound; ErrClosed after Close. It
 // reads memory only and never waits for a commit in progress. Under
 // Always it returns only durable state, so a revision it returns is a
 // safe fencing token.
@@ -293,7 +295,7 @@ func (s *Store) Get(key []byte) (Entry, error) {
 	}
 	s.mu.RUnlock()
 	if !ok {
-		return Entry{}, ErrNotFound
+		return Entry{}, &NotFoundError{Key: bytes.Clone(key)}
 	}
 	return e, nil
 }

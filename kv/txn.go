@@ -114,11 +114,22 @@ type Fence struct {
 // committed before, including earlier writes of the same group commit. A
 // Fence, if set, is checked first: when it fails the transaction fails
 // with ErrFenced, whatever its compares.
+//
+// ThenRead and ElseRead are the reads of each branch (GetRead,
+// RangeRead, PrefixRead), as etcd's transactions hold range requests:
+// the branch taken reads at the transaction's place in the commit order,
+// atomically with its compares and writes, and the results come back in
+// TxnResult.Reads. The reads see what the compares saw: every write
+// committed before the transaction, and none of its own writes (etcd's
+// reads see the writes listed before them in the branch; read a key
+// before writing it here, or compute what the write makes of it).
 type Txn struct {
-	If    []Compare
-	Then  []Op
-	Else  []Op
-	Fence *Fence
+	If       []Compare
+	Then     []Op
+	Else     []Op
+	ThenRead []Read
+	ElseRead []Read
+	Fence    *Fence
 }
 
 // TxnResult is the outcome of a transaction.
@@ -131,6 +142,9 @@ type TxnResult struct {
 	Revision Revision
 	// Committed reports whether a record was written.
 	Committed bool
+	// Reads are the results of the branch's reads (ThenRead or ElseRead),
+	// in their order.
+	Reads []ReadResult
 }
 
 // holds evaluates c against e (nil when the key is absent).
