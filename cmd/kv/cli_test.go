@@ -272,6 +272,10 @@ func TestDemo(t *testing.T) {
 		"killed; files left: log.000001 log.000002 snapshot",
 		"same map as a recovery without a crash",
 		"recovered again: c=110 d=14 k1=v1 k2=v2 k4=v4 k5=v5",
+		// Where the workload and the bug come from, and what to do next.
+		`The workload and the bug come from the article "Recovery Code Must Survive a Crash Too"`,
+		"== what to try next",
+		"kv crashsim recovery --bug double-apply",
 	} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("demo output lacks %q:\n%s", want, stdout)

@@ -12,8 +12,9 @@ import (
 // TestReadmeSamples runs the command samples of README.md and compares
 // their output with what the README shows, so that no sample drifts from
 // the code. A sample is a fenced block of "$ " lines, each followed by its
-// output: "go run ./cmd/kv ARGS" (optionally fed by "printf 'TEXT' |"),
-// and "ls DIR". The kill driver's samples are left out: they are timings.
+// output: "go run ./cmd/kv ARGS" (optionally fed by "printf 'TEXT' |" or
+// by another "go run ./cmd/kv ARGS |", whose stdout it reads), and "ls
+// DIR". The kill driver's samples are left out: they are timings.
 func TestReadmeSamples(t *testing.T) {
 	readme, err := os.ReadFile("../../README.md")
 	if err != nil {
@@ -87,7 +88,13 @@ func runSample(t *testing.T, line string) string {
 	if !ok {
 		t.Fatalf("sample %q: not a kv command", line)
 	}
+	var stderrs string
+	if first, rest, ok := strings.Cut(args, " | go run ./cmd/kv "); ok {
+		_, out, errs := kvRun(t, stdin, strings.Fields(first)...)
+		stdin, args, stderrs = out, rest, errs
+	}
 	_, stdout, stderr := kvRun(t, stdin, strings.Fields(args)...)
+	stderr = stderrs + stderr
 	// go-cmp's diffs use a non-breaking space or a space at random, so
 	// that no one compares them byte for byte: the README shows spaces.
 	return strings.ReplaceAll(stdout+stderr, "\u00a0", " ")
