@@ -161,8 +161,11 @@ The objects:
   repair            {"steps": [...], "drops": [...], "keep_through": N,
                     "skip": N, "applied": bool}
   locks             one per holder (see kv locks --help)
-  crashsim          the reports, as one JSON array
-  killtest          the result, as one object
+  crashsim          the reports, as one JSON array, and
+  killtest          the result, as one object: these two keep the names
+                    of the checkers' Go fields (Workload, Models, ...)
+  lock, demo        no JSON: lock prints nothing of its own, demo is a
+                    story
 
 Errors are not JSON: they are one line on stderr, and the exit status
 says what happened (see "kv --help").
