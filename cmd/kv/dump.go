@@ -72,9 +72,7 @@ open starts it again.`,
 				return stage + "; nothing is lost: a recovery survives being killed, and the next open starts it again"
 			})
 			defer stop()
-			gp, p := g.withProgress(cmd.ErrOrStderr(), a[0], "recovery")
-			s, err := gp.openRead(a[0], o.readOnly, !o.readOnly)
-			p.done()
+			s, err := g.openRead(a[0], o.readOnly, !o.readOnly)
 			if err != nil {
 				return err
 			}

@@ -35,6 +35,9 @@ type globalOpts struct {
 	wait            time.Duration
 	// fs is the file system to open the store through; nil: vfs.OS.
 	fs vfs.FS
+	// stderr is where the progress of a long recovery goes, when it is a
+	// terminal.
+	stderr io.Writer
 }
 
 // withProgress returns a copy of g that opens a store in dir through a
@@ -160,8 +163,11 @@ func (g *globalOpts) storeOptions(readOnly bool) (*kv.Options, error) {
 
 // openWrite opens the store in dir for a command that writes: it needs
 // the writer's lock, waiting up to --wait for it, and creates a missing
-// directory only when create is true.
+// directory only when create is true. On a terminal, a recovery that
+// lasts shows its progress (withProgress), as openRead's does.
 func (g *globalOpts) openWrite(ctx context.Context, dir string, create bool) (*kv.Store, error) {
+	g, p := g.withProgress(g.stderr, dir, "recovery")
+	defer p.done()
 	opts, err := g.storeOptions(false)
 	if err != nil {
 		return nil, err
@@ -213,6 +219,8 @@ func lockedError(err error, wait time.Duration) error {
 // made durable and shown. Beside a live writer, or where the directory
 // cannot be written, it reads what is durable, read-only.
 func (g *globalOpts) openRead(dir string, readOnly, asWriter bool) (*kv.Store, error) {
+	g, p := g.withProgress(g.stderr, dir, "recovery")
+	defer p.done()
 	opts, err := g.storeOptions(true)
 	if err != nil {
 		return nil, err

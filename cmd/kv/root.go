@@ -166,7 +166,7 @@ Code Must Survive a Crash Too" (Mehdi Akiki), whose store, 17-operation
 workload, double-apply bug and crash checkers kv follows.`
 
 func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
-	g := &globalOpts{}
+	g := &globalOpts{stderr: stderr}
 	root := &cobra.Command{
 		Use:   "kv DIR COMMAND [ARGS]",
 		Short: "An embedded, crash-safe key-value store: recover, inspect, verify and repair a data directory",
