@@ -144,10 +144,11 @@ put and add create one only with --create; every other command refuses a
 directory that does not exist.
 
 Locks: one process at a time writes a store. Commands that write (put,
-del, add, load, checkpoint, repair) need the writer's lock: without
---wait they fail at once (exit 75) when another process holds it; with
---wait D they wait up to D. Read commands (get, scan, dump, log, check,
-stat, locks) never wait for the lock and never fail because of it:
+del, add, load, checkpoint, repair, lease grant and revoke) need the
+writer's lock: without --wait they fail at once (exit 75) when another
+process holds it; with --wait D they wait up to D. Read commands (get,
+scan, dump, log, check, stat, locks, lease list, watch) never wait for
+the lock and never fail because of it:
 beside a live writer they read what it has made durable, without its
 lock. Without a writer, get, scan and dump first recover what a crashed
 writer left, as a writer's open does (dump then checkpoints, as the
