@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,7 +13,8 @@ import (
 )
 
 func newBackupCmd(g *globalOpts) *cobra.Command {
-	return &cobra.Command{
+	var asJSON bool
+	c := &cobra.Command{
 		Use:   "backup DIR FILE|-",
 		Short: "Write a backup of the store at one revision, while a writer goes on",
 		Long: `backup writes every key of the store, as of one revision, to FILE: the
@@ -30,7 +32,8 @@ It prints the backup's revision, number of keys, content hash (the one
 "kv DIR stat" prints) and size. "kv restore FILE DIR" makes a new data
 directory of it; "kv DIR verify --against FILE" compares a store with it.`,
 		Example: `  kv data backup /backups/data.kvbackup
-  kv data backup - | ssh host 'cat > data.kvbackup'`,
+  kv data backup - | ssh host 'cat > data.kvbackup'
+  kv data backup /backups/data.kvbackup --json | jq -r .hash`,
 		Args: args(2, 2),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			s, err := g.openRead(a[0], false, false)
@@ -75,10 +78,26 @@ directory of it; "kv DIR verify --against FILE" compares a store with it.`,
 			if file == "-" {
 				out = cmd.ErrOrStderr()
 			}
+			if asJSON {
+				return json.NewEncoder(out).Encode(digestJSON{d.Revision, d.Keys, d.Leases, d.Hash.String(), &cw.n})
+			}
 			fmt.Fprintf(out, "backup at revision %d: %d keys, %d leases, hash %s, %d bytes\n", d.Revision, d.Keys, d.Leases, d.Hash, cw.n)
 			return nil
 		},
+		ValidArgsFunction: completeDir,
 	}
+	jsonFlag(c, &asJSON, "print the backup's description as a JSON object (on stderr with FILE -)")
+	return c
+}
+
+// digestJSON describes a backup, a restored store or a verified one in
+// --json.
+type digestJSON struct {
+	Revision kv.Revision `json:"revision"`
+	Keys     int64       `json:"keys"`
+	Leases   int64       `json:"leases"`
+	Hash     string      `json:"hash"`
+	Bytes    *int64      `json:"bytes,omitempty"` // backup: its size
 }
 
 // backupDigest returns the digest of the backup just written at rev: read

@@ -158,6 +158,11 @@ The objects:
   check             {"ok": bool, "problems": [...], ...}
   stat              one object: snapshot, segments, keys, bytes, revision
   checkpoint        {"revision": N, "keys": K, "segment": "log.NNNNNN"}
+  backup, restore   {"revision": N, "keys": K, "leases": L, "hash": H}, and
+                    for backup "bytes": its size
+  verify            {"same": true, "revision": N (the backup's), "keys",
+                    "leases", "hash", "store_revision"}; a difference is
+                    an error (exit 1)
   repair            {"steps": [...], "drops": [...], "keep_through": N,
                     "skip": N, "applied": bool}
   locks             one per holder (see kv locks --help)

@@ -14,7 +14,7 @@ import (
 // storeCommands are the commands that take the flags shaping a store's
 // files and acknowledgements (--segment-size, --checkpoint-bytes,
 // --sync): those that may write a store. No other command shows them.
-var storeCommands = []string{"put", "del", "add", "load", "dump", "checkpoint", "lock", "locks", "lease"}
+var storeCommands = []string{"put", "del", "add", "load", "dump", "checkpoint", "lock", "locks", "lease", "restore"}
 
 // TestHelpEveryCommand: every command has a description and examples,
 // its help shows them, and the usage line of a command on a data

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 
 	"github.com/kvstore/kv/kv"
@@ -8,7 +9,8 @@ import (
 )
 
 func newRestoreCmd(g *globalOpts) *cobra.Command {
-	return &cobra.Command{
+	var asJSON bool
+	c := &cobra.Command{
 		Use:   "restore FILE DIR",
 		Short: "Make a new data directory from a backup",
 		Long: `restore makes DIR, which must not exist or be empty, a data directory
@@ -24,7 +26,8 @@ empty directory and its LOCK file are left; a restore that dies part way
 leaves a directory that opens empty or is refused: remove it and restore
 again. It prints the revision, the number of keys and the content hash.`,
 		Example: `  kv restore /backups/data.kvbackup data2
-  kv data2 stat`,
+  kv data2 stat
+  kv restore /backups/data.kvbackup data3 --json | jq .revision`,
 		Args: args(2, 2),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			opts, err := g.storeOptions(false)
@@ -35,8 +38,14 @@ again. It prints the revision, the number of keys and the content hash.`,
 			if err != nil {
 				return backupError(err)
 			}
+			if asJSON {
+				return json.NewEncoder(cmd.OutOrStdout()).Encode(digestJSON{d.Revision, d.Keys, d.Leases, d.Hash.String(), nil})
+			}
 			fmt.Fprintf(cmd.OutOrStdout(), "restored revision %d: %d keys, %d leases, hash %s\n", d.Revision, d.Keys, d.Leases, d.Hash)
 			return nil
 		},
 	}
+	jsonFlag(c, &asJSON, "print the restored store's description as a JSON object")
+	g.storeFlags(c)
+	return c
 }

@@ -147,12 +147,12 @@ Locks: one process at a time writes a store. Commands that write (put,
 del, add, load, checkpoint, repair, lease grant and revoke) need the
 writer's lock: without --wait they fail at once (exit 75) when another
 process holds it; with --wait D they wait up to D. Read commands (get,
-scan, dump, log, check, stat, locks, lease list, watch) never wait for
-the lock and never fail because of it: beside a live writer they read
-what it has made durable, without its lock. Without a writer, get, scan
-and dump first recover what a crashed writer left, as a writer's open
-does (dump then checkpoints, as the article's does, unless --read-only);
-log, check and stat only read.
+scan, dump, log, check, stat, locks, lease list, watch, backup, verify)
+never wait for the lock and never fail because of it: beside a live
+writer they read what it has made durable, without its lock. Without a
+writer, get, scan and dump first recover what a crashed writer left, as
+a writer's open does (dump then checkpoints, as the article's does,
+unless --read-only); log, check, stat, backup and verify only read.
 
 Output: --json prints one JSON object per line; see "kv help json" for
 the schema. Errors are one line on stderr starting with "kv: ".

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -9,7 +10,10 @@ import (
 	"github.com/spf13/cobra"
 )
 
-type verifyOpts struct{ against string }
+type verifyOpts struct {
+	against string
+	json    bool
+}
 
 func newVerifyCmd(g *globalOpts) *cobra.Command {
 	o := &verifyOpts{}
@@ -28,7 +32,8 @@ key). Exit status 1 with the first lease or key that differs, or when
 FILE is damaged, naming its offset.`,
 		Example: `  kv data backup /backups/data.kvbackup
   kv data verify --against /backups/data.kvbackup
-  kv restore /backups/data.kvbackup data2 && kv data2 verify --against /backups/data.kvbackup`,
+  kv restore /backups/data.kvbackup data2 && kv data2 verify --against /backups/data.kvbackup
+  kv data verify --against /backups/data.kvbackup --json | jq .same`,
 		Args: args(1, 1),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			if o.against == "" {
@@ -52,6 +57,13 @@ FILE is damaged, naming its offset.`,
 				return backupError(err)
 			}
 			w := cmd.OutOrStdout()
+			if o.json {
+				return json.NewEncoder(w).Encode(struct {
+					Same bool `json:"same"`
+					digestJSON
+					StoreRevision kv.Revision `json:"store_revision"`
+				}{true, digestJSON{d.Revision, d.Keys, d.Leases, d.Hash.String(), nil}, sd.Revision})
+			}
 			fmt.Fprintf(w, "same map as %s: %d keys, %d leases, hash %s", o.against, d.Keys, d.Leases, d.Hash)
 			if sd.Revision == d.Revision {
 				fmt.Fprintf(w, ", revision %d\n", d.Revision)
@@ -62,5 +74,7 @@ FILE is damaged, naming its offset.`,
 		},
 	}
 	c.Flags().StringVar(&o.against, "against", "", "the backup to compare with (required)")
+	jsonFlag(c, &o.json, `print {"same": true, revision (the backup's), keys, leases, hash, store_revision} when the maps are the same (a difference is an error)`)
+	c.ValidArgsFunction = completeDir
 	return c
 }
