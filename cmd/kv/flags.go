@@ -71,7 +71,7 @@ func (g *globalOpts) storeFlags(c *cobra.Command) {
 	f.BoolVar(&g.noPreallocate, "no-preallocate", false, "reserve no log space ahead of the records (by default up to 1MiB, at most half the free space)")
 }
 
-// createFlag adds --create, for put and add.
+// createFlag adds --create, for put, add and lock.
 func (g *globalOpts) createFlag(c *cobra.Command) {
 	c.Flags().BoolVar(&g.create, "create", false, "create the data directory if it does not exist (else a mistyped DIR is an error)")
 }
@@ -259,7 +259,7 @@ func (g *globalOpts) openRead(dir string, readOnly, asWriter bool) (*kv.Store, e
 func requireDir(dir string) error {
 	fi, err := vfs.OS.Stat(dir)
 	if errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("%s: no such data directory (load creates one, and put and add with --create)", dir)
+		return fmt.Errorf("%s: no such data directory (load creates one, and put, add and lock with --create)", dir)
 	}
 	if err != nil {
 		return err

@@ -45,8 +45,12 @@ after D and exits 75 (EX_TEMPFAIL); --wait 0 tries once. Write under the
 lock with "kv DIR put|del|add ... --fence NAME:$KV_FENCE_TOKEN": a write
 whose token is no longer the lock's exits 4 and writes nothing.
 If the lock was taken over while COMMAND ran (possible under time-only,
-or pid-first when kv is killed), a COMMAND that succeeded exits 5.`,
+or pid-first when kv is killed), a COMMAND that succeeded exits 5.
+
+lock refuses a DIR that does not exist unless --create is given: a lock
+taken in a mistyped directory would exclude no one.`,
 		Example: `  kv data lock nightly -- ./backup.sh
+  kv jobs lock --create nightly -- ./backup.sh       # a store of its own for the locks, made if missing
   kv data lock nightly --wait 30s -- sh -c 'kv data put state done --fence nightly:$KV_FENCE_TOKEN'
   kv data lock pool --slots 3 -- make -j4
   kv data lock job --strategy time-only --stale-after 1m -- ./job   # renewed every 20s while it runs`,
@@ -64,6 +68,7 @@ or pid-first when kv is killed), a COMMAND that succeeded exits 5.`,
 	f.DurationVar(&o.wait, "wait", -1, "give up after this long and exit 75 (default: wait as long as it takes; 0: try once)")
 	lockFlags(f, &o.staleAfter, &o.slots, &o.strategy)
 	g.storeFlags(c)
+	g.createFlag(c)
 	return c
 }
 
@@ -114,6 +119,12 @@ func lockerOptions(g *globalOpts, stale time.Duration, slots int, strategy strin
 var forwarded = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2}
 
 func runLock(cmd *cobra.Command, g *globalOpts, o *lockOpts, dir, name string, argv []string) error {
+	if !g.create {
+		// A lock taken in a mistyped directory would exclude no one.
+		if err := requireDir(dir); err != nil {
+			return err
+		}
+	}
 	opts, err := lockerOptions(g, o.staleAfter, o.slots, o.strategy)
 	if err != nil {
 		return err

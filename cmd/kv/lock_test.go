@@ -50,7 +50,7 @@ func TestLockShellLoops(t *testing.T) {
 	loops, rounds := 16, 4
 	script := fmt.Sprintf(`i=0
 while [ $i -lt %d ]; do
-	T0=$(date +%%s%%N) "$KV" "$DIR" lock job -- sh -c 'now=$(date +%%s%%N); echo "start $KV_FENCE_TOKEN $(( (now - T0) / 1000 ))" >> "$F"; sleep 0.002; echo "end $KV_FENCE_TOKEN" >> "$F"' || exit 1
+	T0=$(date +%%s%%N) "$KV" "$DIR" lock --create job -- sh -c 'now=$(date +%%s%%N); echo "start $KV_FENCE_TOKEN $(( (now - T0) / 1000 ))" >> "$F"; sleep 0.002; echo "end $KV_FENCE_TOKEN" >> "$F"' || exit 1
 	i=$((i+1))
 done`, rounds)
 	start := time.Now()

@@ -139,9 +139,9 @@ The directory comes before the command, as in the article: "kv data dump";
 "kv dump data" is the same.
 
 Creating a store: only load creates a missing data directory by itself
-(it is how a store is made from a file or from another store's dump);
-put and add create one only with --create; every other command refuses a
-directory that does not exist.
+(it is how a store is made from a file or from another store's dump),
+and restore, from a backup; put, add and lock create one only with
+--create; every other command refuses a directory that does not exist.
 
 Locks: one process at a time writes a store. Commands that write (put,
 del, add, load, checkpoint, repair, lease grant and revoke) need the
