@@ -15,6 +15,7 @@ import (
 
 	"github.com/kvstore/kv/internal/variant"
 	"github.com/kvstore/kv/kv"
+	"github.com/kvstore/kv/recovery"
 	"github.com/kvstore/kv/vfs"
 	"github.com/spf13/cobra"
 )
@@ -173,9 +174,11 @@ func (g *globalOpts) openWrite(ctx context.Context, dir string, create bool) (*k
 		return nil, err
 	}
 	if !create {
-		if err := requireDir(dir); err != nil {
+		if err := requireStore(dir); err != nil {
 			return nil, err
 		}
+		// The store's own check, under its lock: no store is made here.
+		opts.NoCreate = true
 	}
 	if g.wait > 0 {
 		opts.WaitForLock = true
@@ -225,7 +228,7 @@ func (g *globalOpts) openRead(dir string, readOnly, asWriter bool) (*kv.Store, e
 	if err != nil {
 		return nil, err
 	}
-	if err := requireDir(dir); err != nil {
+	if err := requireStore(dir); err != nil {
 		return nil, err
 	}
 	if readOnly {
@@ -239,7 +242,7 @@ func (g *globalOpts) openRead(dir string, readOnly, asWriter bool) (*kv.Store, e
 		s.Close()
 	}
 	w := *opts
-	w.ReadOnly = false
+	w.ReadOnly, w.NoCreate = false, true
 	if !asWriter {
 		w.CheckpointBytes = -1
 	}
@@ -266,6 +269,24 @@ func requireDir(dir string) error {
 	}
 	if !fi.IsDir() {
 		return fmt.Errorf("%s: not a directory", dir)
+	}
+	return nil
+}
+
+// requireStore refuses a directory that holds no store: one that does
+// not exist (requireDir), one that is empty, and one that holds other
+// files (recovery.Identify's error, "not a kv data directory"), so that a
+// command that does not create a store says so before it opens anything.
+func requireStore(dir string) error {
+	if err := requireDir(dir); err != nil {
+		return err
+	}
+	kind, err := recovery.Identify(vfs.OS, dir)
+	if err != nil && !recovery.IsCorrupt(err) {
+		return err
+	}
+	if err == nil && !kind.HoldsStore() {
+		return fmt.Errorf("no kv store in %s: the directory is empty (load creates one, and put, add and lock with --create)", dir)
 	}
 	return nil
 }

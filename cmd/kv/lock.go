@@ -121,7 +121,7 @@ var forwarded = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, sys
 func runLock(cmd *cobra.Command, g *globalOpts, o *lockOpts, dir, name string, argv []string) error {
 	if !g.create {
 		// A lock taken in a mistyped directory would exclude no one.
-		if err := requireDir(dir); err != nil {
+		if err := requireStore(dir); err != nil {
 			return err
 		}
 	}
