@@ -131,7 +131,7 @@ func leasesRun(ctx context.Context, o LeasesOptions, root string, run int, rng *
 	leases := make([]*runLease, o.Leases)
 	var renewed []string
 	for i := range leases {
-		out, _, err := runToEnd(command(ctx, o.Binary, o.Bug, data, "put", fmt.Sprintf("k%d", i), strconv.Itoa(i), "--ttl", o.TTL.String()))
+		out, _, err := runToEnd(command(ctx, o.Binary, o.Bug, data, "put", "--create", fmt.Sprintf("k%d", i), strconv.Itoa(i), "--ttl", o.TTL.String()))
 		if err != nil {
 			return nil, fmt.Errorf("killdriver: put --ttl: %w", err)
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/kvstore/kv/kv"
 	"github.com/kvstore/kv/recovery"
 	"github.com/kvstore/kv/snapshot"
+	"github.com/kvstore/kv/vfs"
 	"github.com/kvstore/kv/wal"
 	"github.com/spf13/cobra"
 )
@@ -67,6 +68,14 @@ open starts it again.`,
 			if o.salvage {
 				return runSalvage(cmd.OutOrStdout(), cmd.ErrOrStderr(), g, a[0], o)
 			}
+			if empty, err := emptyDir(a[0]); err != nil || empty {
+				if empty {
+					// What a writer killed before its first record
+					// leaves: no store yet, so no key; nothing is made.
+					fmt.Fprintf(cmd.ErrOrStderr(), "kv: %s holds no store yet (the directory is empty): no keys\n", a[0])
+				}
+				return err
+			}
 			stage := "recovering " + a[0]
 			stop := onInterrupt(cmd.ErrOrStderr(), func() string {
 				return stage + "; nothing is lost: a recovery survives being killed, and the next open starts it again"
@@ -87,6 +96,20 @@ open starts it again.`,
 	c.Flags().BoolVar(&o.salvage, "salvage", false, "read what survives in a damaged directory, change nothing, report what is lost on stderr")
 	g.storeFlags(c)
 	return c
+}
+
+// emptyDir reports whether dir exists and holds no store: empty, or
+// holding only what a crash leaves of a store being created before its
+// first record (recovery.DirEmpty).
+func emptyDir(dir string) (bool, error) {
+	if err := requireDir(dir); err != nil {
+		return false, err
+	}
+	kind, err := recovery.Identify(vfs.OS, dir)
+	if err != nil {
+		return false, nil // the open says what is wrong
+	}
+	return kind == recovery.DirEmpty, nil
 }
 
 // runDump checkpoints what the open replayed, as the article's recovery
