@@ -16,6 +16,8 @@ import (
 
 	"github.com/kvstore/kv/filelock/lockstore"
 	"github.com/kvstore/kv/kv"
+	"github.com/kvstore/kv/recovery"
+	"github.com/kvstore/kv/vfs"
 )
 
 // Option configures a Locker.
@@ -91,19 +93,8 @@ func Open(dir string, opts ...Option) (*Locker, error) {
 		// holds files (the holder directory). The store creates the
 		// directory and makes its name durable; making it here would
 		// not.
-		so := o.store
-		so.ReadOnly = false
-		s, err := kv.Open(dir, &so)
-		switch {
-		case errors.Is(err, kv.ErrLocked):
-			// Another process opened it first: it made the directory
-			// (durably, before it took the lock).
-		case err != nil:
+		if err := createStore(dir, o.store); err != nil {
 			return nil, err
-		default:
-			if err := s.Close(); err != nil {
-				return nil, err
-			}
 		}
 	} else if err != nil {
 		return nil, err
@@ -112,6 +103,36 @@ func Open(dir string, opts ...Option) (*Locker, error) {
 		o.holderDir = filepath.Join(dir, HolderDirName)
 	}
 	return newLocker(&dirBackend{dir: dir, opts: o.store}, o)
+}
+
+// createStore makes sure dir holds a store before anything else goes
+// into it (the holder directory above all, which would make kv refuse the
+// directory as not a data directory): it opens, creating, and closes the
+// store. When another process holds the store's lock, that process may be
+// creating the store right now, and it writes the store's marker last:
+// createStore waits until the directory holds a store (or the lock is
+// free again, as after a creator's crash, and it can create the store
+// itself), so that this process makes no holder directory beside a store
+// whose creation has not finished.
+func createStore(dir string, so kv.Options) error {
+	so.ReadOnly = false
+	for wait := time.Millisecond; ; wait = min(2*wait, 50*time.Millisecond) {
+		s, err := kv.Open(dir, &so)
+		if err == nil {
+			return s.Close()
+		}
+		if !errors.Is(err, kv.ErrLocked) {
+			return err
+		}
+		kind, err := recovery.Identify(vfs.OS, dir)
+		if err != nil {
+			return err
+		}
+		if kind.HoldsStore() {
+			return nil
+		}
+		time.Sleep(wait)
+	}
 }
 
 // New returns a Locker on a store this process keeps open (the one

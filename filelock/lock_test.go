@@ -191,19 +191,31 @@ func mustFence(t testing.TB, s *kv.Store, name string, token int64) kv.Fence {
 }
 
 // TestOpenRace opens a missing directory from many goroutines at once,
-// as many processes starting together do: each Open succeeds.
+// as many processes starting together do, and takes a lock in each: each
+// Open and each lock succeeds. The ones that lose the race to create the
+// store must not make the holder directory before the store's marker is
+// there, or the ones after them find a directory that is not a store.
 func TestOpenRace(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "data")
-	errs := make(chan error, 16)
-	for range 16 {
-		go func() {
-			_, err := Open(dir)
-			errs <- err
-		}()
-	}
-	for range 16 {
-		if err := <-errs; err != nil {
-			t.Fatal(err)
+	for round := range 10 {
+		dir := filepath.Join(t.TempDir(), "data")
+		errs := make(chan error, 16)
+		for range 16 {
+			go func() {
+				l, err := Open(dir)
+				if err == nil {
+					var h *Holder
+					h, err = l.Acquire(context.Background(), "job")
+					if err == nil {
+						err = h.Release()
+					}
+				}
+				errs <- err
+			}()
+		}
+		for range 16 {
+			if err := <-errs; err != nil {
+				t.Fatalf("round %d: %v", round, err)
+			}
 		}
 	}
 }

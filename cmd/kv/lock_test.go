@@ -47,17 +47,13 @@ func TestLockShellLoops(t *testing.T) {
 	}
 	dir := filepath.Join(tmp, "data")
 	file := filepath.Join(tmp, "section")
-	// The store exists before the loops start: this test is about the
-	// lock, not about 16 processes creating one store at once (which
-	// races between the store's marker and filelock's holders/: see
-	// the report of issue 17).
-	if out, err := exec.Command(bin, dir, "put", "--create", "init", "1").CombinedOutput(); err != nil {
-		t.Fatalf("put --create: %v\n%s", err, out)
-	}
+	// No store yet: the first round's 16 processes create it together
+	// (--create), and the ones that lose that race wait for its marker
+	// before they make their holder files beside it.
 	loops, rounds := 16, 4
 	script := fmt.Sprintf(`i=0
 while [ $i -lt %d ]; do
-	T0=$(date +%%s%%N) "$KV" "$DIR" lock job -- sh -c 'now=$(date +%%s%%N); echo "start $KV_FENCE_TOKEN $(( (now - T0) / 1000 ))" >> "$F"; sleep 0.002; echo "end $KV_FENCE_TOKEN" >> "$F"' || exit 1
+	T0=$(date +%%s%%N) "$KV" "$DIR" lock --create job -- sh -c 'now=$(date +%%s%%N); echo "start $KV_FENCE_TOKEN $(( (now - T0) / 1000 ))" >> "$F"; sleep 0.002; echo "end $KV_FENCE_TOKEN" >> "$F"' || exit 1
 	i=$((i+1))
 done`, rounds)
 	start := time.Now()
