@@ -206,6 +206,10 @@ func salvageLines(rep *recovery.SalvageReport) []string {
 		out = append(out, fmt.Sprintf("%s is missing", wal.SegmentPath(rep.Dir, m)))
 	}
 	for _, g := range rep.Gaps {
+		if g.From == g.To {
+			out = append(out, fmt.Sprintf("revision %s: no readable record holds it; any key may differ from what the store held after it", g))
+			continue
+		}
 		out = append(out, fmt.Sprintf("revisions %s: no readable record holds them; any key may differ from what the store held after them", g))
 	}
 	for _, r := range rep.Unapplied {

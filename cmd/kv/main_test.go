@@ -41,8 +41,15 @@ func scriptCondition(cond string) (bool, error) {
 	case "root":
 		return os.Geteuid() == 0, nil
 	}
+	if f, ok := scriptConditions[cond]; ok {
+		return f(), nil
+	}
 	return false, fmt.Errorf("unknown condition %q", cond)
 }
+
+// scriptConditions are the conditions a platform's test files add (see
+// tmpfs_linux_test.go).
+var scriptConditions = map[string]func() bool{}
 
 // scriptCmds are the commands the scripts have besides testscript's own.
 var scriptCmds = map[string]func(ts *testscript.TestScript, neg bool, args []string){

@@ -83,7 +83,7 @@ func TestDumpSalvage(t *testing.T) {
 			lost = i
 		}
 	}
-	for _, want := range []string{"log.000001 bytes ", " unreadable", fmt.Sprintf("revisions %d: no readable record holds them", lost+1), "29 keys read"} {
+	for _, want := range []string{"log.000001 bytes ", " unreadable", fmt.Sprintf("revision %d: no readable record holds it", lost+1), "29 keys read"} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, stderr)
 		}
