@@ -1,5 +1,6 @@
 // Command figcheck fails when README.md or bench/README.md quotes a
-// benchmark figure that no results file under bench/results/ holds.
+// benchmark figure that no results file under bench/results/ holds, or
+// when bench/RESULTS.md does in a section that links a results file.
 //
 //	cd bench && go run ./cmd/figcheck
 //
@@ -21,6 +22,10 @@
 //     in its section; then every ratio, and every figure with a unit (MiB,
 //     MB/s, ms, µs, s, B) in that sentence must appear in one of the cited
 //     rows.
+//   - bench/RESULTS.md is the log of rounds of work, most of them
+//     measured before results files existed: its figures are checked
+//     only in the sections that link a results file (-linked-only), by
+//     the rules above; a section with no such link is left as written.
 //   - A few ratios that are not benchmark figures (a test's measurement)
 //     are listed below with their source; an entry that no longer matches
 //     anything fails too, so the list cannot go stale.
@@ -54,10 +59,11 @@ var exemptions = []exemption{
 
 func main() {
 	docs := flag.String("docs", "../README.md,README.md", "documents to check, comma-separated")
+	linkedOnly := flag.String("linked-only", "RESULTS.md", "documents to check only in the sections that link a results file, comma-separated")
 	resDir := flag.String("results", "results", "directory of results files")
 	verbose := flag.Bool("v", false, "print every figure checked")
 	flag.Parse()
-	c, err := run(*resDir, strings.Split(*docs, ","))
+	c, err := run(*resDir, split(*docs), split(*linkedOnly))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "figcheck:", err)
 		os.Exit(2)
@@ -77,10 +83,21 @@ func main() {
 	}
 }
 
-// run checks docs against the results files in resDir. Each document is
+func split(list string) []string {
+	var out []string
+	for _, d := range strings.Split(list, ",") {
+		if d != "" {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// run checks docs against the results files in resDir, and the
+// sections of linkedOnly that link a results file. Each document is
 // named by its path from the repository's root, the directory above
 // resDir's parent (bench/results → the root): README.md, bench/README.md.
-func run(resDir string, docs []string) (*checker, error) {
+func run(resDir string, docs, linkedOnly []string) (*checker, error) {
 	c, err := newChecker(resDir)
 	if err != nil {
 		return nil, err
@@ -90,7 +107,7 @@ func run(resDir string, docs []string) (*checker, error) {
 		return nil, err
 	}
 	root := filepath.Dir(filepath.Dir(absRes))
-	for _, d := range docs {
+	for i, d := range append(slices.Clone(docs), linkedOnly...) {
 		b, err := os.ReadFile(d)
 		if err != nil {
 			return nil, err
@@ -100,6 +117,9 @@ func run(resDir string, docs []string) (*checker, error) {
 			if r, err := filepath.Rel(root, a); err == nil && !strings.HasPrefix(r, "..") {
 				name = r
 			}
+		}
+		if i >= len(docs) {
+			c.linkedOnly[name] = true
 		}
 		c.check(name, string(b))
 	}
@@ -117,18 +137,21 @@ type table struct {
 func (t *table) col(name string) int { return slices.Index(t.header, name) }
 
 type checker struct {
-	files     map[string][]table // results file base name → its tables
-	fails     []string
-	log       []string
-	used      map[int]bool // exemptions used
-	figures   int
-	rows      int
-	sentences int
-	exempt    int
+	files map[string][]table // results file base name → its tables
+	fails []string
+	log   []string
+	used  map[int]bool // exemptions used
+	// linkedOnly are the documents checked only in the sections that
+	// link a results file.
+	linkedOnly map[string]bool
+	figures    int
+	rows       int
+	sentences  int
+	exempt     int
 }
 
 func newChecker(dir string) (*checker, error) {
-	c := &checker{files: map[string][]table{}, used: map[int]bool{}}
+	c := &checker{files: map[string][]table{}, used: map[int]bool{}, linkedOnly: map[string]bool{}}
 	names, err := filepath.Glob(filepath.Join(dir, "*.md"))
 	if err != nil {
 		return nil, err
@@ -316,7 +339,7 @@ func (c *checker) table(doc string, t table, results string) {
 			}
 		}
 	}
-	if !quotes {
+	if !quotes || results == "" && c.linkedOnly[doc] {
 		return
 	}
 	where := fmt.Sprintf("%s:%d", doc, t.line)
@@ -396,7 +419,7 @@ func (c *checker) prose(doc string, line int, para, results string) {
 			}
 			ratios = append(ratios, f)
 		}
-		if len(ratios) == 0 && len(cited) == 0 {
+		if len(ratios) == 0 && len(cited) == 0 || results == "" && c.linkedOnly[doc] {
 			continue
 		}
 		c.sentences++

@@ -61,7 +61,7 @@ func check(t *testing.T, doc string) *checker {
 	if err := os.WriteFile(name, []byte(doc), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	c, err := run(res, []string{name})
+	c, err := run(res, []string{name}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,11 +134,85 @@ func TestFigures(t *testing.T) {
 
 // TestRepository runs the check on this repository's READMEs, as CI does.
 func TestRepository(t *testing.T) {
-	c, err := run("../../results", []string{"../../../README.md", "../../README.md"})
+	c, err := run("../../results", []string{"../../../README.md", "../../README.md"}, []string{"../../RESULTS.md"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(c.fails) > 0 {
 		t.Fatalf("%d figures fail:\n%s", len(c.fails), strings.Join(c.fails, "\n"))
+	}
+}
+
+// TestLinkedOnly: a document checked only where it links a results file
+// (bench/RESULTS.md) has its linked sections checked as any other, and
+// its other sections left alone.
+func TestLinkedOnly(t *testing.T) {
+	const log = `# Benchmark results
+
+## An old round
+
+| what | before | after |
+|---|---|---|
+| puts | 1 | 3.5× |
+
+Puts went 3.5× faster.
+
+## A round with a results file
+
+From [the run](results/run.md): warm random Gets on one goroutine are 1.38× walmap's (` + "`get1.warm.ops`" + `).
+`
+	dir := t.TempDir()
+	res := filepath.Join(dir, "bench", "results")
+	if err := os.MkdirAll(res, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(res, "run.md"), []byte(results), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	readme := filepath.Join(dir, "README.md")
+	if err := os.WriteFile(readme, []byte(goodDoc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	name := filepath.Join(dir, "bench", "RESULTS.md")
+	for _, tc := range []struct {
+		name, doc, want string
+	}{
+		{"good", log, ""},
+		{"a wrong figure in the linked section", strings.Replace(log, "are 1.38×", "are 1.48×", 1), "1.48× in"},
+		{"a ratio without a row in the linked section", strings.Replace(log, " (`get1.warm.ops`)", "", 1), "cites no row"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := os.WriteFile(name, []byte(tc.doc), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			c, err := run(res, []string{readme}, []string{name})
+			if err != nil {
+				t.Fatal(err)
+			}
+			all := strings.Join(c.fails, "\n")
+			if tc.want == "" {
+				if all != "" {
+					t.Fatalf("a correct document failed:\n%s", all)
+				}
+				if c.sentences != 3 {
+					t.Errorf("checked %d sentences, want 3: README.md's 2 and the linked section's 1", c.sentences)
+				}
+				return
+			}
+			if !strings.Contains(all, tc.want) {
+				t.Fatalf("want a failure mentioning %q, got:\n%s", tc.want, all)
+			}
+		})
+	}
+	// The same old section in a document checked everywhere fails.
+	if err := os.WriteFile(name, []byte(log), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := run(res, []string{readme, name}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.fails) == 0 {
+		t.Error("the old section passed in a document checked everywhere")
 	}
 }
