@@ -17,6 +17,7 @@ import (
 	"github.com/kvstore/kv/internal/corrupt"
 	"github.com/kvstore/kv/internal/variant"
 	"github.com/kvstore/kv/record"
+	"github.com/kvstore/kv/recovery"
 	"github.com/kvstore/kv/snapshot"
 	"github.com/kvstore/kv/vfs"
 	"github.com/kvstore/kv/wal"
@@ -395,17 +396,27 @@ func DecodeBackup(b []byte, fn func(Entry) error) (Digest, error) {
 // backup in as the directory's snapshot while verifying it, creates the
 // log segment that follows the snapshot, and then opens the directory
 // read-only and checks that its map has the backup's content hash
-// (FORMAT.md, "Backup", has the steps). The restored store's revision is
-// the backup's, and its next write gets the next one.
+// (FORMAT.md, "Backup", has the steps); last, it writes the directory's
+// marker (recovery.MarkerName), so that dir is a store from then on. The
+// restored store's revision is the backup's, and its next write gets the
+// next one; with RestoreAbove(rev), the next write gets a revision above
+// both the backup's and rev.
 //
 // A damaged backup is refused as ReadBackup refuses it, before anything
 // but the directory and its lock file is written. A Restore that dies
 // part way leaves a directory that Open finds empty or refuses: remove it
 // and restore again.
-func Restore(file, dir string, opts *Options) (Digest, error) {
+func Restore(file, dir string, opts *Options, ropts ...RestoreOption) (Digest, error) {
 	var o Options
 	if opts != nil {
 		o = *opts
+	}
+	var rc restoreConfig
+	for _, ro := range ropts {
+		ro(&rc)
+	}
+	if err := checkFloor(rc.above); err != nil {
+		return Digest{}, err
 	}
 	fsys := o.fs()
 	src, err := fsys.Open(file)
@@ -426,9 +437,23 @@ func Restore(file, dir string, opts *Options) (Digest, error) {
 	// The snapshot, verified as it is copied: Publish removes the copy
 	// unless the whole backup checked out.
 	r := newBackupReader(file, nil)
+	floor := false
 	err = vfs.Publish(fsys, dir, snapshot.Name, func(w io.Writer) error {
 		tee := io.TeeReader(io.NewSectionReader(src, 0, fi.Size()), w)
-		return snapshot.DecodeReader(tee, file, fi.Size(), r.meta, r.leaseFrame, r.entry)
+		if err := snapshot.DecodeReader(tee, file, fi.Size(), r.meta, r.leaseFrame, r.entry); err != nil {
+			return err
+		}
+		if rc.above <= r.d.Revision {
+			return nil
+		}
+		// A floor above the backup's revision: the segment that follows
+		// the snapshot, with the skip to the floor in it, is durable
+		// before Publish syncs and renames the snapshot into place, so
+		// that no crash leaves the backup's map openable below the
+		// floor. The backup is verified by now: a damaged one never
+		// gets this far.
+		floor = true
+		return restoreSegment(fsys, dir, r.covered+1, &o, rc.above)
 	})
 	d, err := r.done(err)
 	if err != nil {
@@ -436,12 +461,10 @@ func Restore(file, dir string, opts *Options) (Digest, error) {
 	}
 	// The segment that follows the snapshot: recovery requires it, as a
 	// checkpoint creates it durably before its snapshot.
-	w, err := wal.Create(fsys, dir, r.covered+1, o.walOptions())
-	if err != nil {
-		return Digest{}, err
-	}
-	if err := w.Close(); err != nil {
-		return Digest{}, err
+	if !floor {
+		if err := restoreSegment(fsys, dir, r.covered+1, &o, 0); err != nil {
+			return Digest{}, err
+		}
 	}
 
 	// The restored directory must open to the backup's map and leases.
@@ -455,12 +478,22 @@ func Restore(file, dir string, opts *Options) (Digest, error) {
 	if cerr := s.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil && got != d {
-		err = fmt.Errorf("%s opens at revision %d with %d keys and %d leases, hash %s; the backup holds revision %d, %d keys, %d leases, hash %s",
-			dir, got.Revision, got.Keys, got.Leases, got.Hash, d.Revision, d.Keys, d.Leases, d.Hash)
+	want := d
+	if floor {
+		want.Revision = rc.above
+	}
+	if err == nil && got != want {
+		err = fmt.Errorf("%s opens at revision %d with %d keys and %d leases, hash %s; want revision %d, and the backup's %d keys, %d leases, hash %s",
+			dir, got.Revision, got.Keys, got.Leases, got.Hash, want.Revision, d.Keys, d.Leases, d.Hash)
 	}
 	if err != nil {
 		return Digest{}, fmt.Errorf("kv: restore: %w", err)
+	}
+	// The marker, last: dir is a store before its first writable open
+	// (which would otherwise adopt it and write the marker then), and a
+	// marked directory always holds its snapshot and segment durably.
+	if err := recovery.WriteMarker(fsys, dir); err != nil {
+		return Digest{}, err
 	}
 	return d, nil
 }

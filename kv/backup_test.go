@@ -431,7 +431,7 @@ func snapshotFS(t testing.TB, fsys vfs.FS) map[string]string {
 // returned, a power loss keeps the restored store. Without its directory
 // syncs (the no-dirsync variant), the last fails.
 func TestRestoreCrash(t *testing.T) {
-	if problems, outcomes := restoreCrashes(t, variant.None); len(problems) > 0 {
+	if problems, outcomes := restoreCrashes(t, variant.None, 0); len(problems) > 0 {
 		t.Errorf("%d bad states; the first: %s", len(problems), problems[0])
 	} else if outcomes["the backup's map"] == 0 || outcomes["refused or absent"] == 0 || outcomes["empty"] == 0 {
 		t.Errorf("too few kinds of crash states: %v", outcomes)
@@ -440,7 +440,7 @@ func TestRestoreCrash(t *testing.T) {
 		if !variant.Enabled {
 			t.Skip("a kvrelease build has no variants")
 		}
-		problems, _ := restoreCrashes(t, variant.NoDirSync)
+		problems, _ := restoreCrashes(t, variant.NoDirSync, 0)
 		if len(problems) == 0 {
 			t.Fatal("no bad state without directory syncs")
 		}
@@ -450,8 +450,10 @@ func TestRestoreCrash(t *testing.T) {
 
 // restoreCrashes crashes a Restore after each of its file operations in
 // turn, and returns what is wrong with the states it leaves, and how
-// many of each kind of state there were.
-func restoreCrashes(t *testing.T, bug variant.Bug) (problems []string, outcomes map[string]int) {
+// many of each kind of state there were. With a floor (above the
+// backup's revision), it restores with RestoreAbove(floor): a state that
+// opens to the backup's map must be at the floor, never below it.
+func restoreCrashes(t *testing.T, bug variant.Bug, floor kv.Revision) (problems []string, outcomes map[string]int) {
 	base := vfs.NewMem()
 	s, err := kv.Open("/d", &kv.Options{FS: base})
 	if err != nil {
@@ -465,12 +467,20 @@ func restoreCrashes(t *testing.T, bug variant.Bug) (problems []string, outcomes 
 	s.Close()
 	writeFile(t, base, "/b", buf.Bytes())
 	want, _ := backupEntries(t, buf.Bytes())
+	var ropts []kv.RestoreOption
+	if floor > 0 {
+		if floor <= want.Revision {
+			t.Fatalf("a floor of %d is not above the backup's revision %d", floor, want.Revision)
+		}
+		ropts = append(ropts, kv.RestoreAbove(floor))
+		want.Revision = floor
+	}
 	errDied := errors.New("died")
 	outcomes = map[string]int{}
 	for n := 0; ; n++ {
 		fsys := base.Clone()
 		rule, crashed := vfs.CrashAfter(n, errDied)
-		_, rerr := kv.Restore("/b", "/r", &kv.Options{FS: variant.Wrap(&vfs.Inject{FS: fsys, Rule: rule}, bug)})
+		_, rerr := kv.Restore("/b", "/r", &kv.Options{FS: variant.Wrap(&vfs.Inject{FS: fsys, Rule: rule}, bug)}, ropts...)
 		finished := !crashed()
 		if finished && rerr != nil {
 			t.Fatalf("Restore with no crash: %v", rerr)
@@ -509,8 +519,13 @@ func restoreCrashes(t *testing.T, bug variant.Bug) (problems []string, outcomes 
 				outcomes["the backup's map"]++
 			case finished:
 				problems = append(problems, fmt.Sprintf("%s: the restored store holds %+v, the backup %+v", where, d, want))
-			case d.Revision == 0 && d.Keys == 0:
+			case d.Keys == 0 && d.Leases == 0 && (d.Revision == 0 || floor > 0 && d.Revision == floor):
+				// Empty; with a floor, perhaps at the floor already: the
+				// segment with the skip is durable before the snapshot
+				// is in place.
 				outcomes["empty"]++
+			case floor > 0 && d.Hash == want.Hash && d.Revision < floor:
+				problems = append(problems, fmt.Sprintf("%s: the backup's map at revision %d, below the floor %d", where, d.Revision, floor))
 			default:
 				problems = append(problems, fmt.Sprintf("%s: a store with another map: %+v, the backup %+v", where, d, want))
 			}

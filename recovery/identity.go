@@ -352,3 +352,9 @@ func createSegment(fsys vfs.FS, dir string, seg wal.SegmentNum, opts wal.Options
 	}
 	return w, err
 }
+
+// WriteMarker publishes the marker (MarkerName) in dir, durably. It is
+// for kv.Restore, which makes a store out of a backup without a writable
+// recovery and marks it, as recovery marks a store it created, once its
+// snapshot and first segment are durable: call it only then.
+func WriteMarker(fsys vfs.FS, dir string) error { return writeMarker(fsys, dir) }

@@ -10,6 +10,7 @@ import (
 
 func newRestoreCmd(g *globalOpts) *cobra.Command {
 	var asJSON bool
+	var above int64
 	c := &cobra.Command{
 		Use:   "restore FILE DIR",
 		Short: "Make a new data directory from a backup",
@@ -21,31 +22,63 @@ log segment that follows it, syncs both, then opens DIR read-only and
 checks that its map has the backup's content hash (FORMAT.md, "Backup").
 
 The restored store is at the backup's revision, and its next write gets
-the next one. A damaged backup is refused with its offset, and only the
-empty directory and its LOCK file are left; a restore that dies part way
+the next one. A backup older than the store it came from therefore gives
+out again the revisions that store gave after the backup, fencing tokens
+included. --above REV prevents it: the restored store's next write gets a
+revision above both the backup's and REV. Give the old store's revision
+(kv DIR stat on it, if it still reads) or the highest token its lock
+holders were given. The floor is written to the log and synced before
+the snapshot is in place: no crash leaves the backup's map below it.
+
+A damaged backup is refused with its offset, and only the empty
+directory and its LOCK file are left; a restore that dies part way
 leaves a directory that opens empty or is refused: remove it and restore
-again. It prints the revision, the number of keys and the content hash.`,
+again. It prints the backup's revision, the number of keys and the
+content hash, and with --above, the revision the store continues from.`,
 		Example: `  kv restore /backups/data.kvbackup data2
   kv data2 stat
-  kv restore /backups/data.kvbackup data3 --json | jq .revision`,
+  kv restore /backups/data.kvbackup data3 --json | jq .revision
+  kv data stat                                  # the old store: revision 51234
+  kv restore /backups/data.kvbackup data4 --above 51234`,
 		Args: args(2, 2),
 		RunE: func(cmd *cobra.Command, a []string) error {
+			if above < 0 {
+				return usagef("--above %d: a revision is 0 or more", above)
+			}
 			opts, err := g.storeOptions(false)
 			if err != nil {
 				return err
 			}
-			d, err := kv.Restore(a[0], a[1], opts)
+			d, err := kv.Restore(a[0], a[1], opts, kv.RestoreAbove(kv.Revision(above)))
 			if err != nil {
 				return backupError(err)
 			}
+			// The floor, when it is above the backup's revision: the
+			// restored store's revision.
+			var floor *kv.Revision
+			if f := kv.Revision(above); f > d.Revision {
+				floor = &f
+			}
 			if asJSON {
-				return json.NewEncoder(cmd.OutOrStdout()).Encode(digestJSON{d.Revision, d.Keys, d.Leases, d.Hash.String(), nil})
+				return json.NewEncoder(cmd.OutOrStdout()).Encode(restoreJSON{digestJSON{d.Revision, d.Keys, d.Leases, d.Hash.String(), nil}, floor})
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "restored revision %d: %d keys, %d leases, hash %s\n", d.Revision, d.Keys, d.Leases, d.Hash)
+			if floor != nil {
+				fmt.Fprintf(cmd.OutOrStdout(), "revisions continue above %d: the next write gets %d\n", *floor, *floor+1)
+			}
 			return nil
 		},
 	}
-	jsonFlag(c, &asJSON, "print the restored store's description as a JSON object")
+	jsonFlag(c, &asJSON, "print the restored store's description as a JSON object (with --above: \"above\", when above the backup's revision)")
+	c.Flags().Int64Var(&above, "above", 0, "the restored store's revisions continue above `REV` too, not only above the backup's")
 	g.storeFlags(c)
 	return c
+}
+
+// restoreJSON is what restore --json prints: the backup's digest, and the
+// floor its revisions continue above, when --above set one above the
+// backup's revision.
+type restoreJSON struct {
+	digestJSON
+	Above *kv.Revision `json:"above,omitempty"`
 }

@@ -1,0 +1,85 @@
+package kv
+
+import (
+	"fmt"
+
+	"github.com/kvstore/kv/record"
+	"github.com/kvstore/kv/vfs"
+	"github.com/kvstore/kv/wal"
+)
+
+// RestoreOption configures a Restore.
+type RestoreOption func(*restoreConfig)
+
+type restoreConfig struct {
+	above Revision
+}
+
+// RestoreAbove sets a floor on the restored store's revisions: its next
+// write gets a revision above both the backup's and rev. A backup older
+// than the store it came from would otherwise give out again the
+// revisions that store gave after the backup, fencing tokens included;
+// a floor at or above the newest revision the old store gave (kv DIR
+// stat on it, or the highest fencing token seen) means no token is ever
+// given twice.
+//
+// The floor is a skip record (FORMAT.md, "Data record payload") in the
+// segment that follows the restored snapshot, durable before the
+// snapshot is in place: a restored directory never opens below the
+// floor. A floor at or below the backup's revision changes nothing.
+func RestoreAbove(rev Revision) RestoreOption {
+	return func(c *restoreConfig) { c.above = rev }
+}
+
+// restoreSegment creates segment seg of dir, the one that follows the
+// restored snapshot, durably (wal.Create syncs it and dir), with a skip
+// record at revision skip in it, synced and vouched for by a synced mark,
+// unless skip is 0.
+func restoreSegment(fsys vfs.FS, dir string, seg wal.SegmentNum, o *Options, skip Revision) error {
+	w, err := wal.Create(fsys, dir, seg, o.walOptions())
+	if err != nil {
+		return err
+	}
+	if skip > 0 {
+		if _, err := w.Append(record.Append(nil, &record.Record{Revision: skip, Skip: true})); err != nil {
+			w.Close()
+			return err
+		}
+		// The skip durable, then a mark that vouches for it: a read-only
+		// open trusts only the records of the newest segment that a
+		// later record claims synced, and would otherwise open below the
+		// floor after a power loss (a writable open trusts the skip: it
+		// syncs what it finds before it trusts it).
+		if err := w.Sync(); err != nil {
+			w.Close()
+			return err
+		}
+		if err := w.Mark(); err != nil {
+			w.Close()
+			return err
+		}
+	}
+	if err := w.Close(); err != nil || skip == 0 {
+		return err
+	}
+	// The writer's Sync leaves marks alone (a mark is not a record to
+	// acknowledge), so the mark is synced here: durable before the
+	// snapshot is in place.
+	f, err := fsys.OpenReadWrite(wal.SegmentPath(dir, seg))
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// checkFloor refuses a floor a store could not continue from.
+func checkFloor(rev Revision) error {
+	if rev > record.MaxRevision {
+		return fmt.Errorf("kv: restore above revision %d: the largest revision a store can hold is %d", rev, record.MaxRevision)
+	}
+	return nil
+}
