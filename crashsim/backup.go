@@ -20,7 +20,12 @@ const backupPrefix = "backup."
 // backupProgram is pipelinedProgram with online backups: every third
 // wave, when no backup runs, it starts one on a goroutine of its own
 // while the waves go on, so that writes, group commits and the
-// background checkpoints that the small options start race it. A backup
+// background checkpoints that the small options start race it. Every
+// other backup also runs a checkpoint itself, when Backup first writes
+// to its file: from the view taken to the rename of its file, a
+// checkpoint rotates the log, writes its snapshot and deletes the
+// segments it covers, which the background checkpoints, few and quick
+// at these sizes, only now and then do (TestBackupWorkloadRaces). A backup
 // that returned promises its revision durable (a read): it was taken
 // from what the store shows, which under Always is durable. After a
 // failed write it waits for the running backup and reopens the store,
@@ -42,8 +47,12 @@ func backupProgram(ops []kv.Op, seed uint64) Program {
 			go func() {
 				defer close(done)
 				var rev kv.Revision
+				checkpoint := backups%2 == 0
 				err := vfs.Publish(fsys, dir, name, func(w io.Writer) error {
 					var err error
+					if checkpoint {
+						w = &checkpointWriter{w: w, s: s}
+					}
 					rev, err = s.Backup(w)
 					return err
 				})
@@ -106,6 +115,24 @@ func backupProgram(ops []kv.Op, seed uint64) Program {
 		wait()
 		return r.s.Close()
 	}
+}
+
+// checkpointWriter runs a checkpoint of s before the first write to w:
+// inside a backup, after it took its view and while its file is open.
+// The checkpoint's error is the store's: a failed one fails the writes
+// that follow, which the program then handles.
+type checkpointWriter struct {
+	w    io.Writer
+	s    *kv.Store
+	done bool
+}
+
+func (c *checkpointWriter) Write(p []byte) (int, error) {
+	if !c.done {
+		c.done = true
+		c.s.Checkpoint()
+	}
+	return c.w.Write(p)
 }
 
 // judgeBackups checks every backup a state holds (a published name, not

@@ -269,7 +269,7 @@ func Workloads(n int, seed uint64) ([]Workload, error) {
 			Dir: dataDir, Initial: State{}, Options: smallOptions, Program: writesProgram(writes), Ops: writes},
 		{Name: "checkpoint", Doc: fmt.Sprintf("%d writes submitted together, racing background checkpoints", len(writes)),
 			Dir: dataDir, Initial: State{}, Options: smallOptions, Program: pipelinedProgram(writes, seed), Ops: writes},
-		{Name: "backup", Doc: fmt.Sprintf("%d writes in waves racing background checkpoints and online backups into the directory, each backup checked against the map at its revision", len(writes)),
+		{Name: "backup", Doc: fmt.Sprintf("%d writes in waves racing background checkpoints and online backups into the directory, every other backup with a checkpoint run while its file is written, each backup checked against the map at its revision", len(writes)),
 			Dir: dataDir, Initial: State{}, Options: smallOptions, Program: backupProgram(writes, seed), Ops: writes},
 		{Name: "values", Doc: fmt.Sprintf("%d writes in waves, values of up to 6 KiB holding record frames and runs of zeros", len(values)),
 			Dir: dataDir, Initial: State{}, Options: valueOptions, Program: pipelinedProgram(values, seed), Ops: values},

@@ -38,7 +38,8 @@ Workloads: recovery (the article's 17 operations, recovered), torn-recovery
 (the same with a torn tail), torn-writes (writes into a directory whose
 log ends torn), writes (--ops mixed writes, one at a time), checkpoint
 (the same in waves, racing background checkpoints), backup (the same
-with online backups into the directory racing them: every backup a
+with online backups into the directory racing them, every other one
+with a checkpoint inside it: every backup a
 crash leaves must be the map at its revision), values (values that
 hold record frames and runs of zeros), never (writes under --sync never,
 durable at each Sync), fences (transactions around a lock: fenced writes,
