@@ -69,6 +69,17 @@ func (c *collector) take(t *testing.T, n int) []ev {
 		case e := <-c.events:
 			out = append(out, e)
 		case err := <-c.end:
+			// A watch that yields its last events and then ends has
+			// both channels ready, and select picks one at random: the
+			// events it sent before its end come first. The end is put
+			// back for ended.
+			c.end <- err
+			select {
+			case e := <-c.events:
+				out = append(out, e)
+				continue
+			default:
+			}
 			t.Fatalf("watch ended after %d of %d events: %v", len(out), n, err)
 		case <-timeout:
 			t.Fatalf("%d of %d events after 20 s: %v", len(out), n, out)
