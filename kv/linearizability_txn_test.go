@@ -486,9 +486,18 @@ func gClient(s *kv.Store, r *gRecorder, client, ops int, seed uint64) error {
 		}
 		return &f
 	}
+	release := func() gInput {
+		c := kv.CompareCreateRev([]byte("lock"), kv.Equal, token)
+		return gInput{kind: gTxn, role: "release", cmp: &c, then: []gOp{{kind: record.KindDelete, key: "lock"}}}
+	}
 	for i := range ops {
 		var in gInput
 		switch p := rng.IntN(100); {
+		case token != 0 && p < 15:
+			// A holder releases soon, before a thief takes the lock
+			// from under it: else "release ok=true" is rare enough
+			// that a run can miss it (gCoverage).
+			in = release()
 		case p < 18:
 			in = gInput{kind: gGet, key: gKeys[rng.IntN(len(gKeys))]}
 		case p < 26:
@@ -502,8 +511,7 @@ func gClient(s *kv.Store, r *gRecorder, client, ops int, seed uint64) error {
 			in = gInput{kind: gTxn, role: "acquire", cmp: &c,
 				then: []gOp{{kind: record.KindPut, key: "lock", value: fmt.Sprintf("c%d.%d", client, i)}}}
 		case p < 66:
-			c := kv.CompareCreateRev([]byte("lock"), kv.Equal, token)
-			in = gInput{kind: gTxn, role: "release", cmp: &c, then: []gOp{{kind: record.KindDelete, key: "lock"}}}
+			in = release()
 		case p < 69:
 			in = gInput{kind: gWrite, role: "steal", op: gOp{kind: record.KindDelete, key: "lock"}}
 		case p < 85:
