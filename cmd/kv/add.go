@@ -1,10 +1,9 @@
 package main
 
 import (
-	"encoding/json"
-	"fmt"
 	"strconv"
 
+	"github.com/kvstore/kv/internal/kvcli"
 	"github.com/spf13/cobra"
 )
 
@@ -55,12 +54,7 @@ exist, which is most likely a typo, unless --create is given.`,
 			if err := s.Close(); err != nil {
 				return err
 			}
-			if asJSON {
-				return json.NewEncoder(cmd.OutOrStdout()).Encode(jsonWrite{Op: "add", jsonKey: keyJSON(key),
-					jsonValue: valueJSON([]byte(strconv.FormatInt(v, 10))), Revision: rev})
-			}
-			_, err = fmt.Fprintf(cmd.OutOrStdout(), "%d\n", v)
-			return err
+			return kvcli.PrintAdd(cmd.OutOrStdout(), key, v, rev, asJSON)
 		},
 		ValidArgsFunction: completeDirKey,
 	}

@@ -1,10 +1,9 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
-	"fmt"
 
+	"github.com/kvstore/kv/internal/kvcli"
 	"github.com/kvstore/kv/kv"
 	"github.com/spf13/cobra"
 )
@@ -43,10 +42,10 @@ exist.`,
 			if err != nil {
 				return err
 			}
-			deleted := 1
+			deleted := true
 			rev, err := w.Delete(key)
 			if errors.Is(err, kv.ErrNotFound) {
-				deleted, rev, err = 0, s.Revision(), nil
+				deleted, rev, err = false, s.Revision(), nil
 			}
 			if err != nil {
 				return fencedError(err, fence.spec)
@@ -54,15 +53,7 @@ exist.`,
 			if err := s.Close(); err != nil {
 				return err
 			}
-			if asJSON {
-				return json.NewEncoder(cmd.OutOrStdout()).Encode(jsonWrite{Op: "del", jsonKey: keyJSON(key), Deleted: &deleted, Revision: rev})
-			}
-			if deleted == 0 {
-				_, err = fmt.Fprintf(cmd.OutOrStdout(), "deleted 0 (no key %q)\n", key)
-			} else {
-				_, err = fmt.Fprintf(cmd.OutOrStdout(), "deleted 1, revision %d\n", rev)
-			}
-			return err
+			return kvcli.PrintDel(cmd.OutOrStdout(), key, deleted, rev, asJSON)
 		},
 		ValidArgsFunction: completeDirKey,
 	}

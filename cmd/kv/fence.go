@@ -1,11 +1,8 @@
 package main
 
 import (
-	"errors"
-	"fmt"
-	"strconv"
-
 	"github.com/kvstore/kv/filelock"
+	"github.com/kvstore/kv/internal/kvcli"
 	"github.com/kvstore/kv/kv"
 	"github.com/spf13/cobra"
 )
@@ -22,10 +19,9 @@ func (f *fenceFlag) writer(s *kv.Store) (storeWriter, error) {
 	if f.spec == "" {
 		return s, nil
 	}
-	name, tok, ok := cutLast(f.spec, ':')
-	token, err := strconv.ParseInt(tok, 10, 64)
-	if !ok || err != nil || token <= 0 {
-		return nil, usagef("--fence %q: want NAME:TOKEN, TOKEN a decimal number above 0", f.spec)
+	name, token, err := kvcli.ParseFence(f.spec)
+	if err != nil {
+		return nil, err
 	}
 	fence, err := filelock.StoreFence(s, name, token)
 	if err != nil {
@@ -58,9 +54,4 @@ type fencedWriter struct {
 }
 
 // fencedError words a refused fenced write, with its exit code.
-func fencedError(err error, spec string) error {
-	if !errors.Is(err, kv.ErrFenced) {
-		return err
-	}
-	return exitError{code: exitFenced, msg: fmt.Sprintf("fenced: %s is not the current holder's token, nothing written (%v)", spec, trimKV(err))}
-}
+func fencedError(err error, spec string) error { return kvcli.FencedError(err, spec) }

@@ -1,117 +1,29 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
-	"strconv"
-	"strings"
+	"iter"
 
-	"github.com/kvstore/kv/internal/opmodel"
+	"github.com/kvstore/kv/internal/kvcli"
 	"github.com/kvstore/kv/kv"
 	"github.com/spf13/cobra"
 )
 
-// The JSON output of every command follows one rule for keys and values,
-// so that a script can rely on it (jsonHelp says it to users):
-//
-//   - "key" and "value" are always JSON strings holding the bytes as
-//     text; bytes that are not valid UTF-8 become U+FFFD, as
-//     encoding/json writes them;
-//   - "key_base64" and "value_base64" are always there beside them,
-//     the exact bytes in standard base64.
-//
-// So jq .value gives the text of a value, and jq -r .value_base64 |
-// base64 -d its exact bytes, for every key.
+// The JSON output of every command follows one rule for keys and values
+// (jsonHelp says it to users); the types and the printing of the verbs
+// that also run on etcd are kvcli's, so that kv --etcd prints the same.
 
-// jsonKey is the key of a JSON object, in both forms.
-type jsonKey struct {
-	Key       string `json:"key"`
-	KeyBase64 []byte `json:"key_base64"`
-}
+type (
+	jsonKey   = kvcli.KeyJSON
+	jsonValue = kvcli.ValueJSON
+)
 
-func keyJSON(k []byte) jsonKey { return jsonKey{Key: string(k), KeyBase64: nonNil(k)} }
-
-// jsonValue is a value, in both forms.
-type jsonValue struct {
-	Value       string `json:"value"`
-	ValueBase64 []byte `json:"value_base64"`
-}
-
-func valueJSON(v []byte) *jsonValue { return &jsonValue{Value: string(v), ValueBase64: nonNil(v)} }
-
-// nonNil makes an empty key or value print as "" rather than null.
-func nonNil(b []byte) []byte {
-	if b == nil {
-		return []byte{}
-	}
-	return b
-}
-
-// jsonEntry is one key of get, scan and dump.
-type jsonEntry struct {
-	jsonKey
-	*jsonValue             // absent under scan --keys-only
-	CreateRev  kv.Revision `json:"create_revision"`
-	ModRev     kv.Revision `json:"mod_revision"`
-	Version    int64       `json:"version"`
-}
-
-func toJSON(e kv.Entry, withValue bool) jsonEntry {
-	j := jsonEntry{jsonKey: keyJSON(e.Key), CreateRev: e.CreateRev, ModRev: e.ModRev, Version: e.Version}
-	if withValue {
-		j.jsonValue = valueJSON(e.Value)
-	}
-	return j
-}
-
-// jsonWrite is the result of put, del and add.
-type jsonWrite struct {
-	Op string `json:"op"`
-	jsonKey
-	*jsonValue               // add: the new value
-	Deleted    *int          `json:"deleted,omitempty"` // del: 1, or 0 for a missing key
-	Revision   kv.Revision   `json:"revision"`
-	Lease      *jsonPutLease `json:"lease,omitempty"` // put --ttl, --lease
-}
-
-// jsonPutLease is the lease a put bound its key to.
-type jsonPutLease struct {
-	ID       uint64 `json:"id"`
-	Deadline string `json:"deadline"`
-}
-
-// printEntries writes entries as dump lines, KEY=VALUE, or with asJSON
-// as one JSON object per line.
-func printEntries(w io.Writer, entries func(yield func(kv.Entry) bool), asJSON bool, tick func()) error {
-	enc := json.NewEncoder(w)
-	var err error
-	entries(func(e kv.Entry) bool {
-		if asJSON {
-			err = enc.Encode(toJSON(e, true))
-		} else {
-			_, err = io.WriteString(w, opmodel.DumpLine(e.Key, e.Value))
-		}
-		if tick != nil {
-			tick()
-		}
-		return err == nil
-	})
-	return err
-}
-
-// parseArg reads a key or value given on the command line: as it is, or
-// Go-quoted when it starts with a double quote (for bytes a shell cannot
-// pass).
-func parseArg(what, s string) ([]byte, error) {
-	if strings.HasPrefix(s, `"`) {
-		u, err := strconv.Unquote(s)
-		if err != nil {
-			return nil, usagef("%s %q starts with a double quote but is not a Go-quoted string (such as '\"a key\"')", what, s)
-		}
-		return []byte(u), nil
-	}
-	return []byte(s), nil
+func keyJSON(k []byte) jsonKey                { return kvcli.JSONKey(k) }
+func valueJSON(v []byte) *jsonValue           { return kvcli.JSONValue(v) }
+func parseArg(what, s string) ([]byte, error) { return kvcli.ParseArg(what, s) }
+func printEntries(w io.Writer, entries iter.Seq[kv.Entry], asJSON bool, tick func()) error {
+	return kvcli.PrintEntries(w, entries, asJSON, tick)
 }
 
 // jsonFlag adds --json to c.

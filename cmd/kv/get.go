@@ -1,9 +1,7 @@
 package main
 
 import (
-	"encoding/json"
-	"fmt"
-
+	"github.com/kvstore/kv/internal/kvcli"
 	"github.com/spf13/cobra"
 )
 
@@ -43,16 +41,7 @@ get is a read command: it never waits for the writer's lock (see "kv
 			if err != nil {
 				return keyError(key, err)
 			}
-			w := cmd.OutOrStdout()
-			switch {
-			case o.json:
-				return json.NewEncoder(w).Encode(toJSON(e, true))
-			case o.raw:
-				_, err = w.Write(e.Value)
-			default:
-				_, err = fmt.Fprintf(w, "%s\n", e.Value)
-			}
-			return err
+			return kvcli.PrintGet(cmd.OutOrStdout(), e, o.json, o.raw)
 		},
 		ValidArgsFunction: completeDirKey,
 	}

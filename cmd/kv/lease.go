@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/kvstore/kv/filelock"
+	"github.com/kvstore/kv/internal/kvcli"
 	"github.com/kvstore/kv/internal/opmodel"
 	"github.com/kvstore/kv/kv"
 	"github.com/kvstore/kv/record"
@@ -240,7 +241,7 @@ func parseLeaseIDs(a []string) ([]kv.LeaseID, error) {
 }
 
 // formatDeadline prints a deadline in RFC 3339, UTC, to the millisecond.
-func formatDeadline(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") }
+func formatDeadline(t time.Time) string { return kvcli.FormatDeadline(t) }
 
 func printLeases(w io.Writer, ls []kv.LeaseInfo, now time.Time) error {
 	if len(ls) == 0 {

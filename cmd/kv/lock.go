@@ -1,17 +1,10 @@
 package main
 
 import (
-	"context"
-	"errors"
-	"fmt"
-	"os"
-	"os/exec"
-	"os/signal"
-	"strconv"
-	"syscall"
 	"time"
 
 	"github.com/kvstore/kv/filelock"
+	"github.com/kvstore/kv/internal/kvcli"
 	"github.com/spf13/cobra"
 )
 
@@ -115,9 +108,6 @@ func lockerOptions(g *globalOpts, stale time.Duration, slots int, strategy strin
 	}, nil
 }
 
-// forwarded are the signals kv passes on to the command it runs.
-var forwarded = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2}
-
 func runLock(cmd *cobra.Command, g *globalOpts, o *lockOpts, dir, name string, argv []string) error {
 	if !g.create {
 		// A lock taken in a mistyped directory would exclude no one.
@@ -133,150 +123,6 @@ func runLock(cmd *cobra.Command, g *globalOpts, o *lockOpts, dir, name string, a
 	if err != nil {
 		return err
 	}
-	// Signals that come while kv waits end the wait, as they would end
-	// the command: kv leaves no wait key or holder file behind.
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, forwarded...)
-	defer signal.Stop(sigs)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	if o.wait >= 0 {
-		ctx, cancel = context.WithTimeout(ctx, o.wait)
-		defer cancel()
-	}
-	var interrupted os.Signal
-	go func() {
-		select {
-		case s := <-sigs:
-			interrupted = s
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	var h *filelock.Holder
-	if o.wait == 0 {
-		h, err = l.TryAcquire(name)
-	} else {
-		h, err = l.Acquire(ctx, name)
-	}
-	cancel()
-	if err != nil {
-		switch {
-		case interrupted != nil:
-			return exitError{code: exitSignaled + int(interrupted.(syscall.Signal)), msg: fmt.Sprintf("lock %s: interrupted while waiting (%v)", name, interrupted)}
-		case errors.Is(err, filelock.ErrLocked):
-			return exitError{code: exitTempFail, msg: lockedMessage(err, o.wait)}
-		}
-		return err
-	}
-	code, runErr := runHeld(cmd, h, argv, sigs, o.staleAfter, l)
-	rerr := h.Release()
-	switch {
-	case errors.Is(rerr, filelock.ErrLockLost):
-		fmt.Fprintf(cmd.ErrOrStderr(), "kv: lock %s (token %d) was taken over while %s ran; its successor's lock is left alone\n", name, h.Token(), argv[0])
-		if code == 0 {
-			code = exitLockLost
-		}
-	case rerr != nil:
-		fmt.Fprintf(cmd.ErrOrStderr(), "kv: lock %s: release: %v (the lock is free once no process holds its holder file)\n", name, rerr)
-		if code == 0 {
-			code = exitFailed
-		}
-	}
-	if runErr != nil {
-		return runErr
-	}
-	if code != 0 {
-		return exitError{code: code}
-	}
-	return nil
-}
-
-func lockedMessage(err error, wait time.Duration) string {
-	var le *filelock.LockedError
-	if !errors.As(err, &le) {
-		return err.Error()
-	}
-	if wait == 0 {
-		return trimFilelock(le.Error())
-	}
-	return fmt.Sprintf("gave up after --wait %v: %s", wait, trimFilelock(le.Error()))
-}
-
-func trimFilelock(s string) string {
-	if len(s) > 10 && s[:10] == "filelock: " {
-		return s[10:]
-	}
-	return s
-}
-
-// runHeld runs argv while h is held and returns its exit code.
-func runHeld(cmd *cobra.Command, h *filelock.Holder, argv []string, sigs chan os.Signal, stale time.Duration, l *filelock.Locker) (int, error) {
-	c := exec.Command(argv[0], argv[1:]...)
-	c.Stdin = cmd.InOrStdin()
-	c.Stdout = cmd.OutOrStdout()
-	c.Stderr = cmd.ErrOrStderr()
-	c.Env = append(os.Environ(),
-		"KV_FENCE_TOKEN="+strconv.FormatInt(h.Token(), 10),
-		"KV_LOCK_NAME="+h.Name(),
-		"KV_LOCK_SLOT="+strconv.Itoa(h.Slot()),
-	)
-	if f := h.File(); f != nil {
-		c.ExtraFiles = []*os.File{f}
-		c.Env = append(c.Env, "KV_LOCK_FD=3")
-	}
-	if err := c.Start(); err != nil {
-		code := exitCannotRun
-		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
-			code = exitNotFound
-		}
-		fmt.Fprintf(cmd.ErrOrStderr(), "kv: %v\n", err)
-		return code, nil
-	}
-	done := make(chan struct{})
-	defer close(done)
-	go func() {
-		for {
-			select {
-			case s := <-sigs:
-				c.Process.Signal(s)
-			case <-done:
-				return
-			}
-		}
-	}()
-	if stale > 0 {
-		// Renew the marker while the command runs, so that a judge that
-		// goes by time finds the holder fresh; if kv dies, the renewals
-		// stop and the lock goes stale after the window.
-		go func() {
-			t := time.NewTicker(stale / 3)
-			defer t.Stop()
-			for {
-				select {
-				case <-t.C:
-					ctx, cancel := context.WithTimeout(context.Background(), stale/3)
-					err := h.Extend(ctx)
-					cancel()
-					if errors.Is(err, filelock.ErrLockLost) {
-						return
-					}
-				case <-done:
-					return
-				}
-			}
-		}()
-	}
-	err := c.Wait()
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			return 128 + int(ws.Signal()), nil
-		}
-		return ee.ExitCode(), nil
-	}
-	if err != nil {
-		return exitFailed, err
-	}
-	return 0, nil
+	return kvcli.RunLocked(kvcli.Stdio{In: cmd.InOrStdin(), Out: cmd.OutOrStdout(), ErrOut: cmd.ErrOrStderr()},
+		l, name, argv, kvcli.LockOptions{Wait: o.wait, StaleAfter: o.staleAfter})
 }

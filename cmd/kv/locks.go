@@ -2,13 +2,10 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
-	"io"
-	"text/tabwriter"
 	"time"
 
 	"github.com/kvstore/kv/filelock"
+	"github.com/kvstore/kv/internal/kvcli"
 	"github.com/spf13/cobra"
 )
 
@@ -62,20 +59,16 @@ prints what it removed.`,
 				if err != nil {
 					return err
 				}
-				for _, h := range removed {
-					fmt.Fprintf(w, "swept %s slot %d: token %d, pid %d on %s: %s\n", h.Name, h.Slot, h.Token, h.PID, h.Host, h.Reason)
-				}
-				_, err = fmt.Fprintf(w, "%d dead holder(s) removed\n", len(removed))
-				return err
+				return kvcli.PrintSwept(w, removed)
 			}
 			infos, err := l.List(ctx)
 			if err != nil {
 				return err
 			}
 			if o.json {
-				return printLocksJSON(w, infos)
+				return kvcli.PrintLocksJSON(w, infos)
 			}
-			return printLocks(w, infos)
+			return kvcli.PrintLocks(w, infos)
 		},
 	}
 	jsonFlag(c, &o.json, "print one JSON object per holder")
@@ -92,70 +85,4 @@ prints what it removed.`,
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
 	return c
-}
-
-func printLocks(w io.Writer, infos []filelock.Info) error {
-	if len(infos) == 0 {
-		_, err := fmt.Fprintln(w, "no locks held")
-		return err
-	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tSLOT\tTOKEN\tPID\tHOST\tAGE\tSTATE\tWHY")
-	now := time.Now()
-	for _, h := range infos {
-		state := "alive"
-		if !h.Alive {
-			state = "dead"
-		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\n", h.Name, h.Slot, h.Token, h.PID, h.Host, age(now, h.Acquired), state, h.Reason)
-	}
-	return tw.Flush()
-}
-
-func age(now, t time.Time) string {
-	if t.IsZero() {
-		return "?"
-	}
-	d := now.Sub(t)
-	switch {
-	case d < time.Second:
-		return d.Round(time.Millisecond).String()
-	case d < time.Hour:
-		return d.Round(time.Second).String()
-	}
-	return d.Round(time.Minute).String()
-}
-
-// jsonLock is one holder in "locks --json".
-type jsonLock struct {
-	Name       string    `json:"name"`
-	Slot       int       `json:"slot"`
-	Token      int64     `json:"token"`
-	PID        int       `json:"pid"`
-	PIDStart   uint64    `json:"pid_start"`
-	BootID     string    `json:"boot_id"`
-	Host       string    `json:"host"`
-	Nonce      string    `json:"nonce"`
-	HolderFile string    `json:"holder_file,omitempty"`
-	Acquired   time.Time `json:"acquired"`
-	Renewed    time.Time `json:"renewed"`
-	AgeSeconds float64   `json:"age_seconds"`
-	Strategy   string    `json:"strategy"`
-	Alive      bool      `json:"alive"`
-	Reason     string    `json:"reason"`
-}
-
-func printLocksJSON(w io.Writer, infos []filelock.Info) error {
-	enc := json.NewEncoder(w)
-	now := time.Now()
-	for _, h := range infos {
-		if err := enc.Encode(jsonLock{
-			Name: h.Name, Slot: h.Slot, Token: h.Token, PID: h.PID, PIDStart: h.PIDStart, BootID: h.BootID,
-			Host: h.Host, Nonce: h.Nonce, HolderFile: h.HolderFile, Acquired: h.Acquired, Renewed: h.Renewed,
-			AgeSeconds: now.Sub(h.Acquired).Seconds(), Strategy: h.Strategy, Alive: h.Alive, Reason: h.Reason,
-		}); err != nil {
-			return err
-		}
-	}
-	return nil
 }

@@ -1,11 +1,10 @@
 package main
 
 import (
-	"encoding/json"
-	"fmt"
 	"io"
 	"os"
 
+	"github.com/kvstore/kv/internal/kvcli"
 	"github.com/spf13/cobra"
 )
 
@@ -91,12 +90,7 @@ deletes it in the log. A later put without a lease unbinds the key.`,
 				if err != nil {
 					return err
 				}
-				if o.json {
-					return json.NewEncoder(cmd.OutOrStdout()).Encode(jsonWrite{Op: "put", jsonKey: keyJSON(key), Revision: rev,
-						Lease: &jsonPutLease{ID: uint64(id), Deadline: formatDeadline(deadline)}})
-				}
-				_, err = fmt.Fprintf(cmd.OutOrStdout(), "revision %d\nlease %d, deadline %s\n", rev, id, formatDeadline(deadline))
-				return err
+				return kvcli.PrintPut(cmd.OutOrStdout(), key, rev, &kvcli.PutLease{ID: id, Deadline: deadline}, o.json)
 			}
 			w, err := fence.writer(s)
 			if err != nil {
@@ -109,11 +103,7 @@ deletes it in the log. A later put without a lease unbinds the key.`,
 			if err := s.Close(); err != nil {
 				return err
 			}
-			if o.json {
-				return json.NewEncoder(cmd.OutOrStdout()).Encode(jsonWrite{Op: "put", jsonKey: keyJSON(key), Revision: rev})
-			}
-			_, err = fmt.Fprintf(cmd.OutOrStdout(), "revision %d\n", rev)
-			return err
+			return kvcli.PrintPut(cmd.OutOrStdout(), key, rev, nil, o.json)
 		},
 		ValidArgsFunction: completeDirKey,
 	}

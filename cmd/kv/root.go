@@ -10,7 +10,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/kvstore/kv/kv"
+	"github.com/kvstore/kv/internal/kvcli"
 	"github.com/kvstore/kv/recovery"
 	"github.com/kvstore/kv/vfs"
 	"github.com/kvstore/kv/wal"
@@ -43,7 +43,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 	// lookup of the command (an unknown one). Its flag errors and every
 	// command's argument checks are usageErrors already (newRoot).
 	var ue usageError
-	if errors.As(err, &ue) || cmd == root {
+	var kue kvcli.UsageError
+	if errors.As(err, &ue) || errors.As(err, &kue) || cmd == root {
 		fmt.Fprintf(stderr, "kv: %s\nRun 'kv --help' for usage.\n", trimKV(err))
 		return exitUsage
 	}
@@ -54,18 +55,20 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 		}
 		return ex.code
 	}
+	var kex kvcli.ExitError
+	if errors.As(err, &kex) {
+		if kex.Msg != "" {
+			fmt.Fprintf(stderr, "kv: %s\n", kex.Msg)
+		}
+		return kex.Code
+	}
 	fmt.Fprintf(stderr, "kv: %s\n", describe(err))
 	return exitFailed
 }
 
 // keyError words a failed operation on key: the key quoted, so that an
 // empty key shows as "".
-func keyError(key []byte, err error) error {
-	if errors.Is(err, kv.ErrNotFound) {
-		return fmt.Errorf("key %q not found", key)
-	}
-	return err
-}
+func keyError(key []byte, err error) error { return kvcli.KeyError(key, err) }
 
 // exitError ends the command with a code, after it printed its own report.
 type exitError struct {
@@ -122,13 +125,7 @@ func trimPrefix(err error) string {
 
 // trimKV is err's text without the prefixes "kv: " that would repeat
 // the one run prints.
-func trimKV(err error) string {
-	s := err.Error()
-	for strings.HasPrefix(s, "kv: ") {
-		s = s[4:]
-	}
-	return strings.ReplaceAll(s, ": kv: ", ": ")
-}
+func trimKV(err error) string { return kvcli.Trim(err) }
 
 const rootLong = `kv works on a data directory of the kv store: write-ahead log segments
 (log.000001, ...) and a snapshot. Every command that opens the directory

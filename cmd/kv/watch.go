@@ -1,29 +1,23 @@
 package main
 
 import (
-	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"syscall"
 
-	"github.com/kvstore/kv/internal/opmodel"
+	"github.com/kvstore/kv/internal/kvcli"
 	"github.com/kvstore/kv/kv"
 	"github.com/spf13/cobra"
 )
 
-type watchOpts struct {
-	from  int64
-	json  bool
-	prev  bool
-	count int
-}
-
 func newWatchCmd(g *globalOpts) *cobra.Command {
-	o := &watchOpts{}
+	o := &kvcli.WatchOptions{
+		Compacted: func(ce *kv.CompactedError) string {
+			return fmt.Sprintf("revision %d is no longer in the log; the oldest this directory can serve is %d (kv DIR dump prints the map; watch --from its revision + 1 after it)", ce.Requested, ce.Oldest)
+		},
+		Describe: describe,
+	}
 	c := &cobra.Command{
 		Use:   "watch DIR [PREFIX]",
 		Short: "Print the changes to keys under a prefix as they become durable",
@@ -56,11 +50,8 @@ next revision to commit.`,
 					return err
 				}
 			}
-			if o.from < 0 {
-				return usagef("--from %d: a revision is 1 or more (0: the next to commit)", o.from)
-			}
-			if o.count < 0 {
-				return usagef("--count %d: a count of changes is 1 or more (0: no limit)", o.count)
+			if err := o.Check(); err != nil {
+				return err
 			}
 			if err := requireDir(a[0]); err != nil {
 				return err
@@ -72,86 +63,12 @@ next revision to commit.`,
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			var wopts []kv.WatchOption
-			if o.prev {
+			if o.Prev {
 				wopts = append(wopts, kv.WithPrev())
 			}
-			return printWatch(ctx, cmd.OutOrStdout(), kv.WatchDir(ctx, a[0], opts, prefix, kv.Revision(o.from), wopts...), o)
+			return kvcli.PrintWatch(ctx, cmd.OutOrStdout(), kv.WatchDir(ctx, a[0], opts, prefix, kv.Revision(o.From), wopts...), o)
 		},
 	}
-	c.Flags().Int64Var(&o.from, "from", 0, "the first revision to print (default: the next to commit)")
-	c.Flags().BoolVar(&o.json, "json", false, "print one JSON object per change: type, revision, the key's fields as get --json prints them, and prev")
-	c.Flags().BoolVar(&o.prev, "prev", false, "print the value each change replaced (\"prev=VALUE\", or prev in JSON)")
-	c.Flags().IntVar(&o.count, "count", 0, "stop after this many changes (0: no limit)")
+	kvcli.WatchFlags(c.Flags(), o)
 	return c
-}
-
-// watchJSON is a change as watch --json prints it.
-type watchJSON struct {
-	Type     string `json:"type"` // "put" or "del"
-	Revision int64  `json:"revision"`
-	jsonEntry
-	Prev *jsonEntry `json:"prev,omitempty"`
-}
-
-// printWatch prints the changes of events until they end, ctx ends or
-// o.count are printed. Each line is written as it comes (the output may
-// be a pipe read line by line).
-func printWatch(ctx context.Context, w io.Writer, events func(yield func(kv.Event, error) bool), o *watchOpts) error {
-	enc := json.NewEncoder(w)
-	n := 0
-	var werr error
-	for ev, err := range events {
-		if err != nil {
-			if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
-				return nil // Ctrl-C or SIGTERM: the watch's normal end
-			}
-			var ce *kv.CompactedError
-			if errors.As(err, &ce) {
-				return fmt.Errorf("watch: revision %d is no longer in the log; the oldest this directory can serve is %d (kv DIR dump prints the map; watch --from its revision + 1 after it)", ce.Requested, ce.Oldest)
-			}
-			return fmt.Errorf("watch: %s", describe(err))
-		}
-		typ := "put"
-		if ev.Type == kv.EventDelete {
-			typ = "del"
-		}
-		if o.json {
-			j := watchJSON{Type: typ, Revision: int64(ev.Revision()), jsonEntry: toJSON(ev.Entry, true)}
-			if ev.Type == kv.EventDelete {
-				j.jsonEntry = jsonEntry{jsonKey: j.jsonKey, ModRev: ev.Entry.ModRev}
-			}
-			if ev.Prev != nil {
-				p := toJSON(*ev.Prev, true)
-				j.Prev = &p
-			}
-			werr = enc.Encode(j)
-		} else {
-			line := fmt.Sprintf("%d del %s", ev.Revision(), opmodel.ShowKey(ev.Entry.Key))
-			if ev.Type == kv.EventPut {
-				line = fmt.Sprintf("%d put %s", ev.Revision(), trimNewline(opmodel.DumpLine(ev.Entry.Key, ev.Entry.Value)))
-			}
-			if o.prev {
-				if ev.Prev != nil {
-					line += " prev=" + opmodel.Show(ev.Prev.Value)
-				} else {
-					line += " prev=(none)"
-				}
-			}
-			_, werr = fmt.Fprintln(w, line)
-		}
-		if werr != nil {
-			return werr
-		}
-		if n++; o.count > 0 && n >= o.count {
-			return nil
-		}
-	}
-	return nil
-}
-
-func trimNewline(s string) string {
-	if len(s) > 0 && s[len(s)-1] == '\n' {
-		return s[:len(s)-1]
-	}
-	return s
 }
