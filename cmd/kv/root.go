@@ -33,6 +33,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 			code = exitInternal
 		}
 	}()
+	if wantsEtcd(args) {
+		return runEtcd(args, stdin, stdout, stderr)
+	}
 	root := newRoot(stdin, stdout, stderr)
 	root.SetArgs(rewriteArgs(root, args))
 	cmd, err := root.ExecuteC()
@@ -150,6 +153,11 @@ writer they read what it has made durable, without its lock. Without a
 writer, get, scan and dump first recover what a crashed writer left, as
 a writer's open does (dump then checkpoints, as the article's does,
 unless --read-only); log, check, stat, backup and verify only read.
+
+On an etcd cluster: "kv --etcd ENDPOINTS VERB ..." runs get, put, del,
+add, scan, dump, watch, lock and locks on the cluster, with the same
+output and exit codes; "kv DIR export --to-etcd ENDPOINTS" copies a store
+to it. They run kv-etcd, installed apart ("kv --etcd ENDPOINTS --help").
 
 Output: --json prints one JSON object per line; see "kv help json" for
 the schema. Errors are one line on stderr starting with "kv: ".
