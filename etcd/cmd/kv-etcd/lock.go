@@ -103,4 +103,3 @@ alive while its lease is: a dead holder's keys go with its lease, so
 	c.Flags().BoolVar(&asJSON, "json", false, `print one JSON object per holder (see "kv help json")`)
 	return c
 }
-
