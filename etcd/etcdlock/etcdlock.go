@@ -14,6 +14,7 @@ import (
 	"github.com/kvstore/kv/filelock"
 	"github.com/kvstore/kv/filelock/lockstore"
 	"github.com/kvstore/kv/kv"
+	"github.com/kvstore/kv/kvapi"
 )
 
 // DefaultTTL is the lease TTL of a Backend whose Options give none.
@@ -213,26 +214,57 @@ func (b *Backend) Wait(ctx context.Context, prefix string, rev int64) error {
 	return ctx.Err()
 }
 
-// Grant grants a lease of the backend's TTL and keeps it alive until
-// Revoke or until renewals stop getting through for the TTL.
+// Grant grants a lease of the backend's TTL (kvapi's Grant, on
+// etcdkv) and keeps it alive through kvapi's KeepAlive (keepAlive)
+// until Revoke, or until renewals stop getting through for the TTL.
 func (b *Backend) Grant(ctx context.Context) (lockstore.Lease, error) {
-	g, err := b.c.Grant(ctx, b.ttl)
+	info, err := b.kv.Grant(ctx, time.Duration(b.ttl)*time.Second)
 	if err != nil {
 		return nil, wrap(err)
 	}
 	kctx, stop := context.WithCancel(context.Background())
-	ka, err := b.c.KeepAlive(kctx, g.ID)
-	if err != nil {
-		stop()
-		return nil, wrap(err)
-	}
-	l := &lease{b: b, id: g.ID, stop: stop, done: make(chan struct{})}
+	l := &lease{b: b, id: clientv3.LeaseID(info.ID), stop: stop, done: make(chan struct{})}
 	go func() {
-		for range ka {
-		}
-		close(l.done)
+		defer close(l.done)
+		keepAlive(kctx, b.kv, info)
 	}()
 	return l, nil
+}
+
+// retryEvery is how soon keepAlive tries a renewal again after one
+// whose outcome is unknown (a timeout, a member without a leader).
+const retryEvery = 100 * time.Millisecond
+
+// keepAlive renews lease info through db's KeepAlive every third of its
+// TTL, as kvapi.KeepAliveLoop does, but rides out renewals that fail for
+// a while: one that fails for another reason than the lease's end is
+// tried again every retryEvery, each bounded by the deadline of the last
+// renewal that got through. It returns when ctx ends, when the lease is
+// not found (it ended), or at that deadline with no renewal through
+// (the lease may have ended: its holders must assume it did).
+func keepAlive(ctx context.Context, db kvapi.KV, info kv.LeaseInfo) {
+	deadline, wait := info.Deadline, info.TTL/3
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		rctx, cancel := context.WithDeadline(ctx, deadline)
+		next, err := db.KeepAlive(rctx, info.ID)
+		cancel()
+		switch {
+		case err == nil:
+			deadline, wait = next.Deadline, max(next.TTL/3, retryEvery)
+		case ctx.Err() != nil, errors.Is(err, kv.ErrLeaseNotFound), !time.Now().Before(deadline):
+			return
+		default:
+			wait = retryEvery
+		}
+		t.Reset(wait)
+	}
 }
 
 // lease is a granted etcd lease and its keep-alive.
