@@ -165,20 +165,20 @@ func leasesRun(ctx context.Context, o LeasesOptions, root string, run int, rng *
 		for _, line := range lines.wait() {
 			id, deadline, err := parseLeaseLine(line)
 			if err != nil || byID[id] == nil || !byID[id].renewed {
-				return &Failure{Run: run, Delay: delay, How: "renewer", Outcome: "renewer printed something else", Dir: runDir,
-					Detail: fmt.Sprintf("%q (%v)", line, err)}, nil
+				return r.failed(&Failure{Run: run, Delay: delay, How: "renewer", Killed: killed, Outcome: "renewer printed something else", Dir: runDir,
+					Detail: fmt.Sprintf("%q (%v)", line, err)}), nil
 			}
 			if deadline.Before(byID[id].acked) {
-				return &Failure{Run: run, Delay: delay, How: "renewer", Outcome: "a renewal moved a deadline earlier", Dir: runDir,
-					Detail: fmt.Sprintf("lease %d: %s after %s", id, deadline, byID[id].acked)}, nil
+				return r.failed(&Failure{Run: run, Delay: delay, How: "renewer", Killed: killed, Outcome: "a renewal moved a deadline earlier", Dir: runDir,
+					Detail: fmt.Sprintf("lease %d: %s after %s", id, deadline, byID[id].acked)}), nil
 			}
 			byID[id].acked = deadline
 			renewals++
 		}
 		how = fmt.Sprintf("renewer of %d lease(s) SIGKILLed after %s ms, %s, after %d renewal(s)", len(renewed), millis(delay), killedOrFinished(killed), renewals)
 		if kerr != nil && !killed {
-			return &Failure{Run: run, Delay: delay, How: how, Outcome: "renewer failed: " + scrub(kerr.Error(), data), Dir: runDir,
-				Detail: kerr.Error()}, nil
+			return r.failed(&Failure{Run: run, Delay: delay, How: how, Outcome: "renewer failed: " + scrub(kerr.Error(), data), Dir: runDir,
+				Detail: kerr.Error()}), nil
 		}
 		if killed && renewals > len(renewed) {
 			r.Changed++ // it had renewed since its start when it died

@@ -143,6 +143,15 @@ func (r *Result) outcome(desc string, bad bool) *Outcome {
 	return o
 }
 
+// failed counts f's run as a bad one, under its outcome, and returns f:
+// for a run that fails before its checks (its renewer printed something
+// else, or failed), which would otherwise be in no row of the table and
+// in neither Runs nor Bad.
+func (r *Result) failed(f *Failure) *Failure {
+	r.count(f.Outcome, true, f.Killed)
+	return f
+}
+
 func (r *Result) count(desc string, bad, killed bool) {
 	o := r.outcome(desc, bad)
 	if killed {
