@@ -137,6 +137,12 @@ type step struct {
 	// stderrDiffers: the exit code and stdout must agree, but the
 	// message on stderr may say it the backend's way.
 	stderrDiffers bool
+	// compact: before the step, each backend drops its history up to
+	// its current revision: a checkpoint of the directory (which
+	// deletes the segments it covers), a compaction of the cluster.
+	compact bool
+	// stderrHas, when set, is a text each backend's stderr must hold.
+	stderrHas string
 }
 
 func s(args ...string) step { return step{args: args} }
@@ -192,7 +198,31 @@ var steps = []step{
 	s("get", "state"),
 	{args: []string{"put", "leased", "v", "--lease", "123456"}, stderrDiffers: true},
 	s("get"),
+	// A watch from a revision whose history is gone: ErrCompacted, the
+	// same exit code on both (the oldest revision each can serve, in the
+	// message, is its own).
+	{args: []string{"watch", "--from", "{R+1}", "--count", "1"}, stderrDiffers: true, compact: true, stderrHas: " can serve is "},
 	{args: []string{"nosuchverb"}, stderrDiffers: true}, // kv DIR nosuchverb: DIR is the unknown command
+}
+
+// compact drops b's history up to its current revision (step.compact).
+func compact(t *testing.T, cl *clientv3.Client, b backend, dir string) {
+	t.Helper()
+	if b.name == "dir" {
+		if r := runKV(t, "", nil, dir, "checkpoint"); r.code != 0 {
+			t.Fatalf("kv DIR checkpoint: %+v", r)
+		}
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := cl.Get(ctx, "\x00", clientv3.WithCountOnly())
+	if err == nil {
+		_, err = cl.Compact(ctx, resp.Header.Revision, clientv3.WithCompactPhysical())
+	}
+	if err != nil {
+		t.Fatalf("compact the cluster: %v", err)
+	}
 }
 
 // TestSameOutput runs the table of steps on a data directory and on a
@@ -225,6 +255,9 @@ func TestSameOutput(t *testing.T) {
 	for i, st := range steps {
 		var got [2]result
 		for j, b := range backends {
+			if st.compact {
+				compact(t, cl, b, dir)
+			}
 			args := make([]string, 0, len(b.target)+len(st.args))
 			args = append(args, b.target...)
 			for _, a := range st.args {
@@ -250,6 +283,11 @@ func TestSameOutput(t *testing.T) {
 			// message is its first line.
 			got[0].stderr, _, _ = strings.Cut(got[0].stderr, "\n")
 			got[1].stderr, _, _ = strings.Cut(got[1].stderr, "\n")
+		}
+		for j, b := range backends {
+			if !strings.Contains(got[j].stderr, st.stderrHas) {
+				t.Errorf("%s: stderr on %s lacks %q:\n%s", name, b.name, st.stderrHas, got[j].stderr)
+			}
 		}
 		if d := cmp.Diff(got[0].stderr, got[1].stderr); d != "" && !st.stderrDiffers {
 			t.Errorf("%s: stderr (-dir +etcd):\n%s", name, d)
