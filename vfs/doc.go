@@ -32,6 +32,13 @@
 // state a process crash leaves, CrashClone the state a power loss leaves
 // when nothing unsynced survives.
 //
+// Map gives a read-only view of a file: a memory mapping (mmap, shared,
+// read-only) of an OS file, or a copy read through ReadAt on any other
+// File, the wrappers included, so that faults injected on reads reach
+// the readers of a view too. A fault on a mapped page (a disk error, a
+// file cut short under the mapping) raises SIGBUS; Mapping.CatchFault
+// turns it into an error matching ErrMapFault.
+//
 // # Usage
 //
 //	f, err := vfs.OS.Create("/data/log.000001")

@@ -16,3 +16,8 @@ var ErrNotSupported = errors.New("vfs: operation not supported")
 // files are all regular: anything else under their names was put there by
 // someone else, and is never read or written through.
 var ErrNotRegular = errors.New("vfs: not a regular file")
+
+// ErrMapFault is matched by the *FaultError that Mapping.CatchFault makes
+// of a fault on a mapped file: the kernel could not give the page (an I/O
+// error of the disk), or the file is shorter than when it was mapped.
+var ErrMapFault = errors.New("vfs: fault reading a mapped file")

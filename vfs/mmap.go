@@ -1,0 +1,188 @@
+package vfs
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Mapping is a read-only view of a file's bytes, taken by Map: a memory
+// mapping of the file where the File can give one (OS), or else a copy
+// read through the File's ReadAt, so that the in-memory file system, the
+// fault injector and the recorder serve the same readers (and their
+// faults and records see the read).
+//
+// A byte of a mapping is read from the file when it is first touched: a
+// disk error, or a file cut shorter than the mapping by someone else,
+// raises SIGBUS then, which Go turns into a crash unless the reading
+// goroutine asked for a panic instead (debug.SetPanicOnFault). Readers
+// that touch Bytes guard every read so: CatchFault, deferred, turns the
+// fault into an error.
+type Mapping struct {
+	b      []byte
+	name   string
+	mapped bool // b is a memory mapping, to be unmapped by Close
+}
+
+// mapper is a File that can map itself: the OS file system's.
+type mapper interface {
+	mmap(size int) ([]byte, error)
+}
+
+// Map returns a read-only view of the first size bytes of f, which must
+// hold at least that many. f may be closed once Map returns: the view
+// does not need it. Close the mapping when done; no slice of Bytes may be
+// used after that.
+func Map(f File, size int64) (*Mapping, error) {
+	if size < 0 || size != int64(int(size)) {
+		return nil, &os.PathError{Op: "mmap", Path: f.Name(), Err: fmt.Errorf("size %d out of range", size)}
+	}
+	m := &Mapping{name: f.Name()}
+	if size == 0 {
+		return m, nil
+	}
+	if mf, ok := f.(mapper); ok {
+		b, err := mf.mmap(int(size))
+		if err != nil {
+			return nil, err
+		}
+		m.b, m.mapped = b, true
+		return m, nil
+	}
+	b := make([]byte, size)
+	n, err := f.ReadAt(b, 0)
+	if n == len(b) {
+		err = nil
+	} else if err == nil || err == io.EOF {
+		err = io.ErrUnexpectedEOF
+	}
+	if err != nil {
+		return nil, fmt.Errorf("vfs: read %s to map it: %w", f.Name(), err)
+	}
+	m.b = b
+	return m, nil
+}
+
+// Bytes returns the view. Read it only under CatchFault (see Mapping),
+// and not after Close.
+func (m *Mapping) Bytes() []byte { return m.b }
+
+// Mapped reports whether the view is a memory mapping (rather than a
+// copy in memory).
+func (m *Mapping) Mapped() bool { return m.mapped }
+
+// Name returns the name of the file mapped.
+func (m *Mapping) Name() string { return m.name }
+
+// Advice is a hint for Advise.
+type Advice int
+
+// The hints Advise takes.
+const (
+	// AdviceRandom: reads will come in no order; read no more than each
+	// page asked for (MADV_RANDOM).
+	AdviceRandom Advice = iota + 1
+	// AdviceSequential: reads will come in order; read ahead
+	// (MADV_SEQUENTIAL).
+	AdviceSequential
+	// AdviceWillNeed: start reading the range now (MADV_WILLNEED).
+	AdviceWillNeed
+)
+
+// Advise tells the kernel how the bytes [off, off+n) of the view will be
+// read. It is a hint: on a copy, or where the kernel refuses it, it does
+// nothing.
+func (m *Mapping) Advise(off, n int64, a Advice) {
+	if !m.mapped || off < 0 || n <= 0 || off >= int64(len(m.b)) {
+		return
+	}
+	// madvise wants a page-aligned start.
+	pg := int64(os.Getpagesize())
+	start := off / pg * pg
+	end := min(off+n, int64(len(m.b)))
+	var how int
+	switch a {
+	case AdviceRandom:
+		how = unix.MADV_RANDOM
+	case AdviceSequential:
+		how = unix.MADV_SEQUENTIAL
+	case AdviceWillNeed:
+		how = unix.MADV_WILLNEED
+	default:
+		return
+	}
+	_ = unix.Madvise(m.b[start:end], how)
+}
+
+// Close releases the view: it unmaps a mapping. No slice of Bytes may be
+// read after Close: the address may no longer be mapped, or map
+// something else.
+func (m *Mapping) Close() error {
+	b := m.b
+	m.b = nil
+	if !m.mapped || b == nil {
+		return nil
+	}
+	m.mapped = false
+	if err := unix.Munmap(b); err != nil {
+		return &os.PathError{Op: "munmap", Path: m.name, Err: err}
+	}
+	return nil
+}
+
+// FaultError is a fault on a mapped file turned into an error by
+// CatchFault: the file and the offset of the byte whose read faulted. It
+// matches ErrMapFault.
+type FaultError struct {
+	File   string
+	Offset int64
+}
+
+// Error implements error.
+func (e *FaultError) Error() string {
+	return fmt.Sprintf("%v: %s at offset %d (an I/O error, or the file was cut short under its mapping)", ErrMapFault, e.File, e.Offset)
+}
+
+// Is makes a FaultError match ErrMapFault.
+func (e *FaultError) Is(target error) bool { return target == ErrMapFault }
+
+// CatchFault turns a fault reading m into an error: a function that
+// reads m's bytes defers it, with a pointer to its error result, after
+// making the goroutine panic on faults rather than crash:
+//
+//	func read(m *vfs.Mapping) (err error) {
+//		defer m.CatchFault(&err)
+//		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+//		... read m.Bytes() ...
+//	}
+//
+// A fault at an address in m becomes a *FaultError in *err; any other
+// panic goes on as it was.
+func (m *Mapping) CatchFault(err *error) {
+	r := recover()
+	if r == nil {
+		return
+	}
+	f, ok := r.(interface{ Addr() uintptr })
+	if !ok || !m.mapped || len(m.b) == 0 {
+		panic(r)
+	}
+	base := uintptr(unsafe.Pointer(unsafe.SliceData(m.b)))
+	addr := f.Addr()
+	if addr < base || addr-base >= uintptr(len(m.b)) {
+		panic(r)
+	}
+	*err = &FaultError{File: m.name, Offset: int64(addr - base)}
+}
+
+// mmap maps the first size bytes of the file, shared and read-only.
+func (f *osFile) mmap(size int) ([]byte, error) {
+	b, err := unix.Mmap(int(f.f.Fd()), 0, size, unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		return nil, &os.PathError{Op: "mmap", Path: f.f.Name(), Err: err}
+	}
+	return b, nil
+}
