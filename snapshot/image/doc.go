@@ -1,0 +1,60 @@
+// Package image writes and reads the snapshot image, snapshot format
+// version 3 (FORMAT.md, "Snapshot image"): the entries of a snapshot
+// sorted in checksummed 4 KiB blocks, a block index, a hash index of
+// checksummed pages, the leases and a footer, so that a reader opens it
+// by reading a few kilobytes and serves each lookup from the page or two
+// that hold the key, straight from a mapping of the file.
+//
+// No store writes or loads an image yet: the package is the format and
+// its reader, for the store to serve reads from (issue 20, phase 2).
+//
+// # Guarantees
+//
+// Open checks the first page, the footer, the leases and the block index
+// (a few kilobytes, and 16 bytes and a key per block). Every other byte is
+// verified before the first time it is served: a block's checksum and
+// structure on its first read, a hash page's likewise (a bit per block
+// and per hash page records it, atomically). Damage is never a wrong
+// value: it is snapshot.ErrCorrupt in a *corrupt.Error naming the file and
+// the offset of the block, page or field that holds it, and only the
+// reads that need the damaged bytes fail. A read of the mapping that the
+// kernel cannot serve (a disk error, or a file cut short under the
+// mapping), which raises SIGBUS, is an error matching vfs.ErrMapFault,
+// never a crash: every read of the view runs under
+// debug.SetPanicOnFault and vfs.Mapping.CatchFault. Verify reads and
+// checks everything, as `kv DIR check` would.
+//
+// # Entry lifetime
+//
+// No method hands out a slice of the mapping. Get returns an entry whose
+// Key and Value are a fresh copy, the caller's for good (after Close
+// too); GetAppend copies them into the caller's buffer; All copies each
+// entry into a buffer it reuses from one step to the next. The copy is a
+// few nanoseconds next to the lookup, and it is what lets the store keep
+// its promise that an Entry stays valid for as long as it is held while
+// images are swapped under it, and keeps every read of the mapping (which
+// may fault) inside the package, under its fault guard.
+//
+// Close never waits: later calls return ErrClosed, and the mapping is
+// unmapped when the last call in progress (an All iteration included)
+// returns. A use of the mapping after its unmap is therefore impossible
+// through this API, which the tests show by closing readers under
+// concurrent Gets and iterations and reading what they returned
+// afterwards.
+//
+// # Crash contract
+//
+// Write publishes an image as every snapshot is published (vfs.Publish:
+// tmp file, fdatasync, rename, directory fsync), its meta frame, the
+// first record, naming the covered segment: after a crash the name holds
+// the old file or the new one, whole. An image is never damaged by a
+// crash, so any damage found in one is corruption.
+//
+// # Usage
+//
+//	err := image.Write(fsys, dir, "snapshot", snapshot.Meta{Covered: c, Revision: rev}, leases, m.All(nil, nil), image.Options{})
+//	r, err := image.Open(fsys, path.Join(dir, "snapshot"))
+//	defer r.Close()
+//	e, ok, err := r.Get([]byte("k"))
+//	for e, err := range r.All(start, end) { ... }
+package image

@@ -1,0 +1,64 @@
+package image
+
+import (
+	"hash/crc32"
+	"math/bits"
+)
+
+// Format constants, part of the on-disk format (FORMAT.md, "Snapshot
+// image").
+const (
+	// Version is the snapshot format version of an image.
+	Version = 3
+	// PageSize is the unit of the file's layout: blocks, the hash
+	// index's pages and the alignment of sections.
+	PageSize = 4096
+	// FooterSize is the footer's length, at the end of the file.
+	FooterSize = 72
+
+	fileHeaderSize  = 8  // magic and version
+	metaFrameSize   = 25 // CRC, length, type, covered, revision
+	metaPayloadSize = 16
+	frameMeta       = 1 // the meta frame's type, as in versions 1 and 2
+
+	blockHeaderSize = 12  // CRC, pages, count, zero
+	entryFixed      = 32  // create, mod, version, key length, value length
+	maxPerBlock     = 120 // (PageSize - blockHeaderSize) / (2 + entryFixed)
+	maxBlocks       = 1 << 32
+
+	itemSize      = 16 // a block index item: first page, key offset, key length
+	leaseFixed    = 28 // id, ttl, deadline, key count
+	slotsPerPage  = 511
+	hashPageHead  = 8 // CRC and zeros
+	slotOccupied  = 1 << 40
+	slotTagShift  = 41
+	slotBlockMask = 1<<32 - 1
+)
+
+var (
+	magic      = [6]byte{'K', 'V', 'S', 'N', 'A', 'P'}
+	castagnoli = crc32.MakeTable(crc32.Castagnoli)
+)
+
+// hashPages returns P, the hash index's pages for n entries: the fewest,
+// and at least one, that keep three slots in four or fewer in use.
+func hashPages(n uint64) uint64 {
+	const per = 3 * slotsPerPage
+	p := (4*n + per - 1) / per
+	return max(p, 1)
+}
+
+// probeStart returns the slot where the probe for hash h starts among n.
+func probeStart(h, n uint64) uint64 {
+	hi, _ := bits.Mul64(h<<24, n)
+	return hi
+}
+
+// blockPages returns the pages of a block holding a single entry of size
+// bytes (fixed fields, key and value).
+func blockPages(size uint64) uint64 {
+	return (blockHeaderSize + 2 + size + PageSize - 1) / PageSize
+}
+
+// crc is CRC-32C of b.
+func crc(b []byte) uint32 { return crc32.Update(0, castagnoli, b) }

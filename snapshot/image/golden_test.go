@@ -1,0 +1,127 @@
+package image
+
+import (
+	"bytes"
+	"encoding/binary"
+	"hash/crc32"
+	"testing"
+
+	"github.com/kvstore/kv/record"
+	"github.com/kvstore/kv/snapshot"
+)
+
+// TestHandBuilt builds an image byte by byte from FORMAT.md ("Snapshot
+// image"), without the Writer's code, and checks that the Writer writes
+// the same bytes and that the Reader reads them: the writer and the
+// reader cannot drift from the spec together.
+func TestHandBuilt(t *testing.T) {
+	le := binary.LittleEndian
+	tab := crc32.MakeTable(crc32.Castagnoli)
+	const seed = 9
+	type ent struct {
+		key, value         string
+		create, mod, verse uint64
+	}
+	ents := []ent{{"a", "1", 1, 1, 1}, {"b", "xy", 2, 3, 2}}
+
+	// Page 0: magic, version 3, the meta frame (covered 4, revision 3).
+	var img []byte
+	img = append(img, "KVSNAP"...)
+	img = le.AppendUint16(img, 3)
+	var frame []byte
+	frame = le.AppendUint32(frame, 16)
+	frame = append(frame, 1)
+	frame = le.AppendUint64(frame, 4)
+	frame = le.AppendUint64(frame, 3)
+	img = le.AppendUint32(img, crc32.Checksum(frame, tab))
+	img = append(img, frame...)
+	img = append(img, make([]byte, 4096-len(img))...)
+
+	// Page 1: one block of both entries.
+	var body []byte
+	var offs []uint16
+	for _, e := range ents {
+		offs = append(offs, uint16(12+2*len(ents)+len(body)))
+		body = le.AppendUint64(body, e.create)
+		body = le.AppendUint64(body, e.mod)
+		body = le.AppendUint64(body, e.verse)
+		body = le.AppendUint32(body, uint32(len(e.key)))
+		body = append(body, e.key...)
+		body = le.AppendUint32(body, uint32(len(e.value)))
+		body = append(body, e.value...)
+	}
+	blk := le.AppendUint32(nil, 1) // pages
+	blk = le.AppendUint16(blk, uint16(len(ents)))
+	blk = le.AppendUint16(blk, 0)
+	for _, o := range offs {
+		blk = le.AppendUint16(blk, o)
+	}
+	blk = append(blk, body...)
+	blk = append(blk, make([]byte, 4092-len(blk))...)
+	img = le.AppendUint32(img, crc32.Checksum(blk, tab))
+	img = append(img, blk...)
+
+	// The lease section (lease 2 binds "b"), then the block index.
+	var sec []byte
+	sec = le.AppendUint64(sec, 2)
+	sec = le.AppendUint64(sec, 5e9)
+	sec = le.AppendUint64(sec, 1e18)
+	sec = le.AppendUint32(sec, 1)
+	sec = le.AppendUint32(sec, 1)
+	sec = append(sec, 'b')
+	leaseLen := len(sec)
+	sec = le.AppendUint64(sec, 1) // block 0 at page 1
+	sec = le.AppendUint32(sec, 0) // its first key at 0
+	sec = le.AppendUint32(sec, 1) // of 1 byte
+	sec = append(sec, 'a')
+	img = append(img, sec...)
+	img = append(img, make([]byte, 3*4096-len(img))...)
+
+	// One hash page: 511 slots for 2 entries.
+	slots := make([]uint64, 511)
+	for i, e := range ents {
+		h := xxh64([]byte(e.key), seed)
+		j := (h & (1<<40 - 1)) * 511 >> 40
+		for slots[j] != 0 {
+			j = (j + 1) % 511
+		}
+		slots[j] = h>>41<<41 | 1<<40 | 0<<8 | uint64(i)
+	}
+	page := make([]byte, 4) // zeros
+	for _, s := range slots {
+		page = le.AppendUint64(page, s)
+	}
+	img = le.AppendUint32(img, crc32.Checksum(page, tab))
+	img = append(img, page...)
+
+	// The footer.
+	var f []byte
+	for _, v := range []uint64{2, 1, 1, 1, uint64(leaseLen), uint64(len(sec) - leaseLen), 1, seed} {
+		f = le.AppendUint64(f, v)
+	}
+	f = le.AppendUint32(f, crc32.Checksum(sec, tab))
+	f = le.AppendUint32(f, crc32.Checksum(f, tab))
+	img = append(img, f...)
+
+	c := &content{meta: snapshot.Meta{Covered: 4, Revision: 3},
+		leases: []record.Lease{{ID: 2, TTL: 5e9, Deadline: 1e18, Keys: [][]byte{[]byte("b")}}}}
+	for _, e := range ents {
+		c.entries = append(c.entries, record.Entry{Key: []byte(e.key), Value: []byte(e.value),
+			CreateRev: record.Revision(e.create), ModRev: record.Revision(e.mod), Version: int64(e.verse)})
+	}
+	var buf bytes.Buffer
+	must(t, Encode(&buf, c.meta, c.leases, c.seq(), Options{Seed: seed}))
+	if got := buf.Bytes(); !bytes.Equal(got, img) {
+		for i := range min(len(got), len(img)) {
+			if got[i] != img[i] {
+				t.Fatalf("the Writer's image differs from the spec's at offset %d (%d bytes, want %d)", i, len(got), len(img))
+			}
+		}
+		t.Fatalf("the Writer's image is %d bytes, the spec's %d", len(got), len(img))
+	}
+	fs, name := memFile(t, img)
+	r, err := Open(fs, name)
+	must(t, err)
+	defer r.Close()
+	checkReader(t, r, c)
+}

@@ -1,0 +1,738 @@
+package image
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"iter"
+	"runtime/debug"
+	"slices"
+	"sort"
+	"sync/atomic"
+
+	"github.com/kvstore/kv/internal/corrupt"
+	"github.com/kvstore/kv/record"
+	"github.com/kvstore/kv/snapshot"
+	"github.com/kvstore/kv/vfs"
+	"github.com/kvstore/kv/wal"
+)
+
+// Reader serves an image from a read-only view of its file (vfs.Map). It
+// is safe for concurrent use. Every method returns copies: no slice it
+// hands out points into the view, so nothing a caller holds is touched by
+// Close (see the package doc).
+type Reader struct {
+	name string
+	m    *vfs.Mapping
+	b    []byte // m.Bytes(), kept while refs > 0
+
+	meta      snapshot.Meta
+	seed      uint64
+	nblocks   uint64
+	dataPages uint64
+	leaseOff  uint64 // the lease section
+	leaseLen  uint64
+	itemsOff  uint64 // the block index items
+	keysOff   uint64 // the block index keys
+	hashOff   uint64
+	hashPages uint64
+	nslots    uint64
+
+	blockOK []atomic.Uint64 // a bit per block: verified
+	hashOK  []atomic.Uint64 // a bit per hash page: verified
+
+	// refs is 1 for the Reader itself (dropped by Close) plus 1 per call
+	// in progress; the view is released when it reaches 0.
+	refs   atomic.Int64
+	closed atomic.Bool
+	// unmapped is closed once the view is released (for the tests).
+	unmapped chan struct{}
+}
+
+// Open opens the image in file name. It reads the first page, the footer,
+// the leases and the block index, and checks them (FORMAT.md, "Snapshot
+// image", step 1); blocks and hash pages are verified when first read.
+// Damage is snapshot.ErrCorrupt in a *corrupt.Error naming the file and
+// offset; another format version is snapshot.ErrVersion.
+func Open(fsys vfs.FS, name string) (*Reader, error) {
+	f, err := fsys.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	m, err := vfs.Map(f, fi.Size())
+	if cerr := f.Close(); err == nil && cerr != nil {
+		m.Close()
+		err = cerr
+	}
+	if err != nil {
+		return nil, err
+	}
+	r := &Reader{name: name, m: m, b: m.Bytes(), unmapped: make(chan struct{})}
+	r.refs.Store(1)
+	if err := r.open(); err != nil {
+		m.Close()
+		return nil, err
+	}
+	// Lookups read a page or two each: no read-ahead around them.
+	m.Advise(0, int64(len(r.b)), vfs.AdviceRandom)
+	return r, nil
+}
+
+func (r *Reader) corrupt(off uint64, format string, args ...any) error {
+	return &corrupt.Error{Err: snapshot.ErrCorrupt, File: r.name, Offset: int64(off), Reason: fmt.Sprintf(format, args...)}
+}
+
+func u64(b []byte, off uint64) uint64 { return binary.LittleEndian.Uint64(b[off:]) }
+func u32(b []byte, off uint64) uint32 { return binary.LittleEndian.Uint32(b[off:]) }
+func u16(b []byte, off uint64) uint16 { return binary.LittleEndian.Uint16(b[off:]) }
+
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// open checks what Open reads: the first page, the footer, the leases and
+// the block index.
+func (r *Reader) open() (err error) {
+	defer r.m.CatchFault(&err)
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	b := r.b
+	size := uint64(len(b))
+	if size < fileHeaderSize {
+		return r.corrupt(0, "file of %d bytes: cut short", size)
+	}
+	if [6]byte(b[:6]) != magic {
+		return r.corrupt(0, "bad magic")
+	}
+	if v := u16(b, 6); v != Version {
+		return &corrupt.Error{Err: snapshot.ErrVersion, File: r.name, Offset: 6,
+			Reason: fmt.Sprintf("snapshot format version %d, this reader reads version %d", v, Version)}
+	}
+	if size < 2*PageSize+FooterSize {
+		return r.corrupt(fileHeaderSize, "file of %d bytes: cut short", size)
+	}
+	fr := b[fileHeaderSize:]
+	if crc(fr[4:metaFrameSize]) != u32(fr, 0) {
+		return r.corrupt(fileHeaderSize, "meta frame checksum mismatch")
+	}
+	if u32(fr, 4) != metaPayloadSize || fr[8] != frameMeta {
+		return r.corrupt(fileHeaderSize, "first frame is not the meta record of a version %d snapshot", Version)
+	}
+	r.meta.Covered = wal.SegmentNum(u64(fr, 9))
+	r.meta.Revision = record.Revision(u64(fr, 17))
+	if r.meta.Revision > record.MaxRevision {
+		return r.corrupt(fileHeaderSize, "snapshot revision %d past the largest a store can hold, %d", r.meta.Revision, record.MaxRevision)
+	}
+	if !allZero(b[fileHeaderSize+metaFrameSize : PageSize]) {
+		return r.corrupt(fileHeaderSize+metaFrameSize, "bytes after the meta frame are not zero")
+	}
+
+	fo := size - FooterSize
+	f := b[fo:]
+	if crc(f[:68]) != u32(f, 68) {
+		return r.corrupt(fo, "footer checksum mismatch")
+	}
+	count, nblocks, dpages := u64(f, 0), u64(f, 8), u64(f, 16)
+	nleases, leaseLen, idxLen := u64(f, 24), u64(f, 32), u64(f, 40)
+	hpages := u64(f, 48)
+	r.seed = u64(f, 56)
+	filePages := size / PageSize
+	switch {
+	case dpages > filePages || hpages > filePages || leaseLen > size || idxLen > size:
+		return r.corrupt(fo, "sections (%d data pages, %d hash pages, %d and %d bytes) larger than the file", dpages, hpages, leaseLen, idxLen)
+	case count > maxPerBlock*dpages:
+		return r.corrupt(fo, "%d entries in %d data pages", count, dpages)
+	case hpages != hashPages(count):
+		return r.corrupt(fo, "%d hash pages for %d entries, want %d", hpages, count, hashPages(count))
+	case nblocks > dpages || nblocks > count || (count == 0) != (nblocks == 0) || (nblocks == 0) != (dpages == 0) || nblocks >= maxBlocks:
+		return r.corrupt(fo, "%d blocks for %d entries in %d data pages", nblocks, count, dpages)
+	case idxLen < itemSize*nblocks || idxLen-itemSize*nblocks > 1<<32-1:
+		return r.corrupt(fo, "block index of %d bytes for %d blocks", idxLen, nblocks)
+	case nleases > leaseLen/leaseFixed:
+		return r.corrupt(fo, "%d leases in %d bytes", nleases, leaseLen)
+	}
+	secOff := PageSize * (1 + dpages)
+	secEnd := secOff + leaseLen + idxLen
+	hashOff := (secEnd + PageSize - 1) / PageSize * PageSize
+	if hashOff+PageSize*hpages+FooterSize != size {
+		return r.corrupt(fo, "file of %d bytes, the footer's layout makes it %d", size, hashOff+PageSize*hpages+FooterSize)
+	}
+	if crc(b[secOff:secEnd]) != u32(f, 64) {
+		return r.corrupt(secOff, "lease and block index checksum mismatch")
+	}
+	if !allZero(b[secEnd:hashOff]) {
+		return r.corrupt(secEnd, "bytes after the block index are not zero")
+	}
+	r.meta.Count, r.meta.Leases = count, nleases
+	r.nblocks, r.dataPages = nblocks, dpages
+	r.leaseOff, r.leaseLen = secOff, leaseLen
+	r.itemsOff = secOff + leaseLen
+	r.keysOff = r.itemsOff + itemSize*nblocks
+	r.hashOff, r.hashPages, r.nslots = hashOff, hpages, hpages*slotsPerPage
+
+	// The block index: pages from 1 up, dense keys, ascending.
+	keysLen := idxLen - itemSize*nblocks
+	var nextKey uint64
+	var prev []byte
+	for i := range nblocks {
+		it := r.itemsOff + itemSize*i
+		page, koff, klen := u64(b, it), uint64(u32(b, it+8)), uint64(u32(b, it+12))
+		switch {
+		case i == 0 && page != 1, i > 0 && page <= u64(b, it-itemSize), page > dpages:
+			return r.corrupt(it, "block %d at page %d", i, page)
+		case koff != nextKey || klen > keysLen-koff:
+			return r.corrupt(it, "block %d: first key at %d, %d bytes, in %d bytes of keys", i, koff, klen, keysLen)
+		}
+		nextKey = koff + klen
+		k := b[r.keysOff+koff : r.keysOff+nextKey]
+		if i > 0 && bytes.Compare(prev, k) >= 0 {
+			return r.corrupt(it, "block %d: first key %q not above the previous block's", i, k)
+		}
+		prev = k
+	}
+	if nextKey != keysLen {
+		return r.corrupt(r.keysOff, "block index keys of %d bytes, the items use %d", keysLen, nextKey)
+	}
+	if _, err := r.parseLeases(); err != nil {
+		return err
+	}
+	r.blockOK = make([]atomic.Uint64, (nblocks+63)/64)
+	r.hashOK = make([]atomic.Uint64, (hpages+63)/64)
+	return nil
+}
+
+// parseLeases decodes and checks the lease section.
+func (r *Reader) parseLeases() ([]record.Lease, error) {
+	b := r.b[r.leaseOff : r.leaseOff+r.leaseLen]
+	var out []record.Lease
+	var off uint64
+	need := func(n uint64) error {
+		if n > uint64(len(b))-off {
+			return r.corrupt(r.leaseOff+off, "lease section cut short")
+		}
+		return nil
+	}
+	var prevID record.LeaseID
+	bound := map[string]record.LeaseID{}
+	for range r.meta.Leases {
+		start := r.leaseOff + off
+		if err := need(leaseFixed); err != nil {
+			return nil, err
+		}
+		le := record.Lease{
+			ID:       record.LeaseID(u64(b, off)),
+			TTL:      int64(u64(b, off+8)),
+			Deadline: int64(u64(b, off+16)),
+		}
+		nkeys := uint64(u32(b, off+24))
+		off += leaseFixed
+		switch {
+		case le.ID <= prevID || record.Revision(le.ID) > r.meta.Revision:
+			return nil, r.corrupt(start, "lease %d after lease %d, in a snapshot at revision %d", le.ID, prevID, r.meta.Revision)
+		case le.TTL <= 0 || le.Deadline <= 0:
+			return nil, r.corrupt(start, "lease %d with ttl %d and deadline %d", le.ID, le.TTL, le.Deadline)
+		case nkeys > (uint64(len(b))-off)/4:
+			return nil, r.corrupt(start, "lease %d binds %d keys, more than the section holds", le.ID, nkeys)
+		}
+		prevID = le.ID
+		le.Keys = make([][]byte, 0, nkeys)
+		for j := range nkeys {
+			if err := need(4); err != nil {
+				return nil, err
+			}
+			kl := uint64(u32(b, off))
+			if err := need(4 + kl); err != nil {
+				return nil, err
+			}
+			k := bytes.Clone(b[off+4 : off+4+kl])
+			if j > 0 && bytes.Compare(le.Keys[j-1], k) >= 0 {
+				return nil, r.corrupt(r.leaseOff+off, "key %q of lease %d out of order", k, le.ID)
+			}
+			if other, ok := bound[string(k)]; ok {
+				return nil, r.corrupt(r.leaseOff+off, "key %q bound to leases %d and %d", k, other, le.ID)
+			}
+			bound[string(k)] = le.ID
+			le.Keys = append(le.Keys, k)
+			off += 4 + kl
+		}
+		out = append(out, le)
+	}
+	if off != uint64(len(b)) {
+		return nil, r.corrupt(r.leaseOff+off, "%d bytes after the last lease", uint64(len(b))-off)
+	}
+	return out, nil
+}
+
+// acquire takes a reference for a call; it fails once the Reader is
+// closed.
+func (r *Reader) acquire() error {
+	if r.closed.Load() {
+		return ErrClosed
+	}
+	for {
+		n := r.refs.Load()
+		if n == 0 {
+			return ErrClosed
+		}
+		if r.refs.CompareAndSwap(n, n+1) {
+			return nil
+		}
+	}
+}
+
+// release drops a reference; the last releases the view.
+func (r *Reader) release() {
+	if r.refs.Add(-1) == 0 {
+		// Nothing can read the view any more: no call is in progress,
+		// and none hands out a slice of it.
+		r.m.Close()
+		close(r.unmapped)
+	}
+}
+
+// Close closes the Reader: every later call returns ErrClosed. The view
+// is released (unmapped) when the last call in progress returns, at once
+// if none is: Close never waits, and since no method hands out a slice of
+// the view, what callers hold stays valid.
+func (r *Reader) Close() error {
+	if !r.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	r.release()
+	return nil
+}
+
+// Meta returns the image's first record (covered segment, revision) with
+// its entry and lease counts.
+func (r *Reader) Meta() snapshot.Meta { return r.meta }
+
+// Len returns the number of entries.
+func (r *Reader) Len() int { return int(r.meta.Count) }
+
+// Revision returns the snapshot's revision.
+func (r *Reader) Revision() record.Revision { return r.meta.Revision }
+
+// Covered returns the highest segment the snapshot covers.
+func (r *Reader) Covered() wal.SegmentNum { return r.meta.Covered }
+
+// Leases returns the live leases, in ascending id order, each with its
+// keys (copies), after checking that every key bound is an entry.
+func (r *Reader) Leases() (_ []record.Lease, err error) {
+	if err := r.acquire(); err != nil {
+		return nil, err
+	}
+	defer r.release()
+	defer r.m.CatchFault(&err)
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	les, err := r.parseLeases()
+	if err != nil {
+		return nil, err
+	}
+	for i := range les {
+		for _, k := range les[i].Keys {
+			_, _, ok, err := r.find(k)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				return nil, r.corrupt(r.leaseOff, "lease %d binds key %q, which is not in the snapshot", les[i].ID, k)
+			}
+		}
+	}
+	return les, nil
+}
+
+// item returns block i's first page, its page count and its first key.
+func (r *Reader) item(i uint64) (page, pages uint64, first []byte) {
+	it := r.itemsOff + itemSize*i
+	page = u64(r.b, it)
+	next := r.dataPages + 1
+	if i+1 < r.nblocks {
+		next = u64(r.b, it+itemSize)
+	}
+	koff, klen := uint64(u32(r.b, it+8)), uint64(u32(r.b, it+12))
+	return page, next - page, r.b[r.keysOff+koff : r.keysOff+koff+klen]
+}
+
+// block returns block i's bytes, verified (FORMAT.md step 2) before the
+// first time they are returned.
+func (r *Reader) block(i uint64) ([]byte, error) {
+	page, pages, first := r.item(i)
+	blk := r.b[page*PageSize : (page+pages)*PageSize]
+	if r.blockOK[i/64].Load()&(1<<(i%64)) != 0 {
+		return blk, nil
+	}
+	if err := r.verifyBlock(i, page*PageSize, pages, blk, first); err != nil {
+		return nil, err
+	}
+	r.blockOK[i/64].Or(1 << (i % 64))
+	return blk, nil
+}
+
+func (r *Reader) verifyBlock(i, off, pages uint64, blk, first []byte) error {
+	if crc(blk[4:]) != u32(blk, 0) {
+		return r.corrupt(off, "block %d checksum mismatch", i)
+	}
+	n := uint64(u16(blk, 8))
+	switch {
+	case uint64(u32(blk, 4)) != pages:
+		return r.corrupt(off, "block %d of %d pages, the block index says %d", i, u32(blk, 4), pages)
+	case n == 0 || n > maxPerBlock || (pages > 1 && n != 1) || u16(blk, 10) != 0:
+		return r.corrupt(off, "block %d of %d pages holds %d entries", i, pages, n)
+	}
+	at := blockHeaderSize + 2*n
+	var prev []byte
+	size := uint64(len(blk))
+	for j := range n {
+		eoff := off + at
+		if uint64(u16(blk, blockHeaderSize+2*j)) != at || at+entryFixed > size {
+			return r.corrupt(off, "block %d: entry %d not at offset %d", i, j, at)
+		}
+		kl := uint64(u32(blk, at+24))
+		if kl > size-at-entryFixed {
+			return r.corrupt(eoff, "block %d: key length %d past the block", i, kl)
+		}
+		vl := uint64(u32(blk, at+24+4+kl))
+		if vl > size-at-entryFixed-kl {
+			return r.corrupt(eoff, "block %d: value length %d past the block", i, vl)
+		}
+		create, mod, version := u64(blk, at), u64(blk, at+8), u64(blk, at+16)
+		key := blk[at+28 : at+28+kl]
+		switch {
+		case create < 1 || create > mod || mod > uint64(r.meta.Revision) || version < 1 || version > uint64(record.MaxRevision):
+			return r.corrupt(eoff, "key %q with revisions %d/%d and version %d in a snapshot at revision %d", key, create, mod, version, r.meta.Revision)
+		case j == 0 && !bytes.Equal(key, first):
+			return r.corrupt(eoff, "block %d starts with %q, the block index says %q", i, key, first)
+		case j > 0 && bytes.Compare(prev, key) >= 0:
+			return r.corrupt(eoff, "key %q out of order", key)
+		}
+		prev = key
+		at += entryFixed + kl + vl
+		if pages > 1 && blockPages(at-blockHeaderSize-2) != pages || pages == 1 && at > PageSize {
+			return r.corrupt(eoff, "an entry of %d bytes in a block of %d pages", at-blockHeaderSize-2, pages)
+		}
+	}
+	if !allZero(blk[at:]) {
+		return r.corrupt(off+at, "block %d: bytes after its entries are not zero", i)
+	}
+	if i+1 < r.nblocks {
+		if _, _, next := r.item(i + 1); bytes.Compare(prev, next) >= 0 {
+			return r.corrupt(off, "block %d ends with %q, not below the next block's first key", i, prev)
+		}
+	}
+	return nil
+}
+
+// hashPage returns hash page p, verified (FORMAT.md step 3) before the
+// first time it is returned.
+func (r *Reader) hashPage(p uint64) ([]byte, error) {
+	off := r.hashOff + p*PageSize
+	pg := r.b[off : off+PageSize]
+	if r.hashOK[p/64].Load()&(1<<(p%64)) != 0 {
+		return pg, nil
+	}
+	if crc(pg[4:]) != u32(pg, 0) {
+		return nil, r.corrupt(off, "hash page %d checksum mismatch", p)
+	}
+	if u32(pg, 4) != 0 {
+		return nil, r.corrupt(off+4, "hash page %d: reserved bytes not zero", p)
+	}
+	for j := range uint64(slotsPerPage) {
+		s := u64(pg, hashPageHead+8*j)
+		if s != 0 && (s&slotOccupied == 0 || (s>>8)&slotBlockMask >= r.nblocks || s&0xff >= maxPerBlock) {
+			return nil, r.corrupt(off+hashPageHead+8*j, "hash slot %#x", s)
+		}
+	}
+	r.hashOK[p/64].Or(1 << (p % 64))
+	return pg, nil
+}
+
+// entryAt returns the offset in blk of its entry j.
+func entryAt(blk []byte, j uint64) uint64 { return uint64(u16(blk, blockHeaderSize+2*j)) }
+
+// entryKey returns the key of the entry at offset at of a verified block.
+func entryKey(blk []byte, at uint64) []byte {
+	kl := uint64(u32(blk, at+24))
+	return blk[at+28 : at+28+kl]
+}
+
+// find looks key up: the verified block holding it and the entry's
+// offset in it.
+func (r *Reader) find(key []byte) (blk []byte, at uint64, ok bool, err error) {
+	if r.meta.Count == 0 {
+		return nil, 0, false, nil
+	}
+	h := xxh64(key, r.seed)
+	tag := h >> slotTagShift
+	j := probeStart(h, r.nslots)
+	for range r.nslots {
+		p, s := j/slotsPerPage, j%slotsPerPage
+		pg, err := r.hashPage(p)
+		if err != nil {
+			return nil, 0, false, err
+		}
+		slot := u64(pg, hashPageHead+8*s)
+		if slot == 0 {
+			return nil, 0, false, nil
+		}
+		if slot>>slotTagShift == tag {
+			bi, idx := (slot>>8)&slotBlockMask, slot&0xff
+			blk, err := r.block(bi)
+			if err != nil {
+				return nil, 0, false, err
+			}
+			if idx >= uint64(u16(blk, 8)) {
+				return nil, 0, false, r.corrupt(r.hashOff+p*PageSize+hashPageHead+8*s, "hash slot names entry %d of block %d, which holds %d", idx, bi, u16(blk, 8))
+			}
+			at := entryAt(blk, idx)
+			if bytes.Equal(entryKey(blk, at), key) {
+				return blk, at, true, nil
+			}
+		}
+		if j++; j == r.nslots {
+			j = 0
+		}
+	}
+	return nil, 0, false, r.corrupt(r.hashOff, "no empty slot in the hash index")
+}
+
+// decode appends the entry at offset at of a verified block to buf and
+// returns it, its Key and Value pointing into the returned buf.
+func decode(blk []byte, at uint64, buf []byte) (record.Entry, []byte) {
+	kl := uint64(u32(blk, at+24))
+	vl := uint64(u32(blk, at+28+kl))
+	n := len(buf)
+	buf = slices.Grow(buf, int(kl+vl))
+	buf = append(buf, blk[at+28:at+28+kl]...)
+	buf = append(buf, blk[at+32+kl:at+32+kl+vl]...)
+	e := record.Entry{
+		CreateRev: record.Revision(u64(blk, at)),
+		ModRev:    record.Revision(u64(blk, at+8)),
+		Version:   int64(u64(blk, at+16)),
+		Key:       buf[n : n+int(kl) : n+int(kl)],
+		Value:     buf[n+int(kl) : len(buf) : len(buf)],
+	}
+	return e, buf
+}
+
+// Get returns the entry of key. Its Key and Value are the caller's: a
+// fresh copy, valid after Close. Damage met on the way (a block or hash
+// page that fails its check) is snapshot.ErrCorrupt naming the file and
+// offset; a read of the mapped file that fails, an error matching
+// vfs.ErrMapFault.
+func (r *Reader) Get(key []byte) (record.Entry, bool, error) {
+	return r.GetAppend(nil, key)
+}
+
+// GetAppend is Get with the entry's Key and Value appended to buf (a
+// fresh array when buf has no room), so that a caller reusing buf
+// allocates nothing. The entry points into buf: it is valid until the
+// caller reuses buf.
+func (r *Reader) GetAppend(buf, key []byte) (e record.Entry, ok bool, err error) {
+	if err := r.acquire(); err != nil {
+		return record.Entry{}, false, err
+	}
+	defer r.release()
+	defer r.m.CatchFault(&err)
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	blk, at, ok, err := r.find(key)
+	if !ok || err != nil {
+		return record.Entry{}, false, err
+	}
+	e, _ = decode(blk, at, buf)
+	return e, true, nil
+}
+
+// cursor walks the entries in key order.
+type cursor struct {
+	r   *Reader
+	b   uint64 // the block
+	j   uint64 // the entry in it
+	blk []byte // block b, verified, or nil
+}
+
+// seek places c at the first entry whose key is start or above.
+func (c *cursor) seek(start []byte) (err error) {
+	r := c.r
+	defer r.m.CatchFault(&err)
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	c.b, c.j, c.blk = 0, 0, nil
+	if r.nblocks == 0 || start == nil {
+		return nil
+	}
+	// The last block whose first key is start or below.
+	i := sort.Search(int(r.nblocks), func(i int) bool {
+		_, _, first := r.item(uint64(i))
+		return bytes.Compare(first, start) > 0
+	})
+	if i == 0 {
+		return nil
+	}
+	c.b = uint64(i - 1)
+	blk, err := r.block(c.b)
+	if err != nil {
+		return err
+	}
+	n := int(u16(blk, 8))
+	c.j = uint64(sort.Search(n, func(j int) bool {
+		return bytes.Compare(entryKey(blk, entryAt(blk, uint64(j))), start) >= 0
+	}))
+	c.blk = blk
+	if c.j == uint64(n) {
+		c.b, c.j, c.blk = c.b+1, 0, nil
+	}
+	return nil
+}
+
+// next decodes the entry at c into buf (reused) and moves on; ok is
+// false at the end.
+func (c *cursor) next(buf []byte) (e record.Entry, _ []byte, ok bool, err error) {
+	r := c.r
+	defer r.m.CatchFault(&err)
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	if c.b >= r.nblocks {
+		return record.Entry{}, buf, false, nil
+	}
+	if c.blk == nil {
+		if c.blk, err = r.block(c.b); err != nil {
+			return record.Entry{}, buf, false, err
+		}
+	}
+	e, buf = decode(c.blk, entryAt(c.blk, c.j), buf[:0])
+	if c.j++; c.j == uint64(u16(c.blk, 8)) {
+		c.b, c.j, c.blk = c.b+1, 0, nil
+	}
+	return e, buf, true, nil
+}
+
+// All returns the entries with start <= key < end in key order (a nil
+// end: to the last). The entry yielded, its Key and Value included, is
+// reused from one step to the next: copy what you keep. Damage stops the
+// walk with its error as the last pair; entries before it were verified.
+// An iteration in progress keeps the view mapped past Close until it
+// ends.
+func (r *Reader) All(start, end []byte) iter.Seq2[*record.Entry, error] {
+	return func(yield func(*record.Entry, error) bool) {
+		if err := r.acquire(); err != nil {
+			yield(nil, err)
+			return
+		}
+		defer r.release()
+		c := &cursor{r: r}
+		if err := c.seek(start); err != nil {
+			yield(nil, err)
+			return
+		}
+		var buf []byte
+		for {
+			e, b, ok, err := c.next(buf)
+			buf = b
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			if !ok || end != nil && bytes.Compare(e.Key, end) >= 0 {
+				return
+			}
+			if !yield(&e, nil) {
+				return
+			}
+		}
+	}
+}
+
+// Verify checks the whole image (FORMAT.md, "Snapshot image", step 5):
+// every block and hash page, the entry count, each entry found through
+// the hash index at its own slot and no other slot in use, and every key
+// a lease binds. It reads the whole file.
+func (r *Reader) Verify() (err error) {
+	if err := r.acquire(); err != nil {
+		return err
+	}
+	defer r.release()
+	defer r.m.CatchFault(&err)
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	r.m.Advise(0, int64(len(r.b)), vfs.AdviceSequential)
+	defer r.m.Advise(0, int64(len(r.b)), vfs.AdviceRandom)
+	var n uint64
+	for i := range r.nblocks {
+		blk, err := r.block(i)
+		if err != nil {
+			return err
+		}
+		page, _, _ := r.item(i)
+		for j := range uint64(u16(blk, 8)) {
+			at := entryAt(blk, j)
+			key := entryKey(blk, at)
+			fb, fat, ok, err := r.find(key)
+			if err != nil {
+				return err
+			}
+			if !ok || &fb[0] != &blk[0] || fat != at {
+				return r.corrupt(page*PageSize+at, "key %q is not found at its place through the hash index", key)
+			}
+			n++
+		}
+	}
+	if n != r.meta.Count {
+		return r.corrupt(uint64(len(r.b))-FooterSize, "%d entries in the blocks, the footer says %d", n, r.meta.Count)
+	}
+	var used uint64
+	for p := range r.hashPages {
+		pg, err := r.hashPage(p)
+		if err != nil {
+			return err
+		}
+		for j := range uint64(slotsPerPage) {
+			if u64(pg, hashPageHead+8*j) != 0 {
+				used++
+			}
+		}
+	}
+	if used != n {
+		return r.corrupt(r.hashOff, "%d hash slots in use for %d entries", used, n)
+	}
+	_, err = r.Leases()
+	return err
+}
+
+// ReadMeta reads only the meta frame of the image in file name (its
+// first record: covered segment and revision), checking its checksum and
+// nothing else.
+func ReadMeta(fsys vfs.FS, name string) (snapshot.Meta, error) {
+	f, err := fsys.Open(name)
+	if err != nil {
+		return snapshot.Meta{}, err
+	}
+	defer f.Close()
+	var p [fileHeaderSize + metaFrameSize]byte
+	if n, err := f.ReadAt(p[:], 0); n < len(p) {
+		if err == nil || err == io.EOF {
+			return snapshot.Meta{}, &corrupt.Error{Err: snapshot.ErrCorrupt, File: name, Offset: int64(n), Reason: "file cut short"}
+		}
+		return snapshot.Meta{}, err
+	}
+	r := &Reader{name: name, b: p[:]}
+	if [6]byte(p[:6]) != magic {
+		return snapshot.Meta{}, r.corrupt(0, "bad magic")
+	}
+	if v := u16(p[:], 6); v != Version {
+		return snapshot.Meta{}, &corrupt.Error{Err: snapshot.ErrVersion, File: name, Offset: 6,
+			Reason: fmt.Sprintf("snapshot format version %d, this reader reads version %d", v, Version)}
+	}
+	fr := p[fileHeaderSize:]
+	if crc(fr[4:]) != u32(fr, 0) || u32(fr, 4) != metaPayloadSize || fr[8] != frameMeta {
+		return snapshot.Meta{}, r.corrupt(fileHeaderSize, "bad meta frame")
+	}
+	return snapshot.Meta{Covered: wal.SegmentNum(u64(fr, 9)), Revision: record.Revision(u64(fr, 17))}, nil
+}
