@@ -29,7 +29,8 @@
 // No method hands out a slice of the mapping. Get returns an entry whose
 // Key and Value are a fresh copy, the caller's for good (after Close
 // too); GetAppend copies them into the caller's buffer; All copies each
-// entry into a buffer it reuses from one step to the next. The copy is a
+// block it reaches into a buffer of its own, once, and yields entries
+// from there. The copy is a
 // few nanoseconds next to the lookup, and it is what lets the store keep
 // its promise that an Entry stays valid for as long as it is held while
 // images are swapped under it, and keeps every read of the mapping (which

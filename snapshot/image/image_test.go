@@ -106,8 +106,8 @@ func checkReader(t *testing.T, r *Reader, c *content) {
 		if diff := cmp.Diff(*e, got); diff != "" {
 			t.Fatalf("Get(%q) (-want +got):\n%s", e.Key, diff)
 		}
-		got, ok, err = r.GetAppend(buf[:0], e.Key)
-		if err != nil || !ok || !bytes.Equal(got.Value, e.Value) {
+		got, buf, ok, err = r.GetAppend(buf[:0], e.Key)
+		if err != nil || !ok || !bytes.Equal(got.Value, e.Value) || !bytes.Equal(got.Key, e.Key) {
 			t.Fatalf("GetAppend(%q): %v, %v", e.Key, ok, err)
 		}
 		// A key between two: absent.

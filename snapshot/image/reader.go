@@ -531,96 +531,123 @@ func decode(blk []byte, at uint64, buf []byte) (record.Entry, []byte) {
 // offset; a read of the mapped file that fails, an error matching
 // vfs.ErrMapFault.
 func (r *Reader) Get(key []byte) (record.Entry, bool, error) {
-	return r.GetAppend(nil, key)
+	e, _, ok, err := r.GetAppend(nil, key)
+	return e, ok, err
 }
 
-// GetAppend is Get with the entry's Key and Value appended to buf (a
-// fresh array when buf has no room), so that a caller reusing buf
-// allocates nothing. The entry points into buf: it is valid until the
-// caller reuses buf.
-func (r *Reader) GetAppend(buf, key []byte) (e record.Entry, ok bool, err error) {
+// GetAppend is Get with the entry's Key and Value appended to buf (grown
+// when it has no room), which it returns, so that a caller passing it
+// back (as out[:0]) allocates nothing. The entry points into out: it is
+// valid until the caller reuses out.
+func (r *Reader) GetAppend(buf, key []byte) (e record.Entry, out []byte, ok bool, err error) {
 	if err := r.acquire(); err != nil {
-		return record.Entry{}, false, err
+		return record.Entry{}, buf, false, err
 	}
 	defer r.release()
 	defer r.m.CatchFault(&err)
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	blk, at, ok, err := r.find(key)
 	if !ok || err != nil {
-		return record.Entry{}, false, err
+		return record.Entry{}, buf, false, err
 	}
-	e, _ = decode(blk, at, buf)
-	return e, true, nil
+	e, buf = decode(blk, at, buf)
+	return e, buf, true, nil
 }
 
-// cursor walks the entries in key order.
+// cursor walks the entries in key order. It copies each block it
+// reaches out of the view, once, under the fault guard, and decodes the
+// entries from its copy: a walk pays one guarded copy per block, not per
+// entry, and what it yields never points into the view.
 type cursor struct {
 	r   *Reader
 	b   uint64 // the block
 	j   uint64 // the entry in it
-	blk []byte // block b, verified, or nil
+	n   uint64 // the entries in block b, once loaded
+	blk []byte // a copy of block b, verified, when loaded
+	ok  bool   // blk holds block b
+}
+
+// load copies block c.b out of the view.
+func (c *cursor) load() (err error) {
+	r := c.r
+	defer r.m.CatchFault(&err)
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	blk, err := r.block(c.b)
+	if err != nil {
+		return err
+	}
+	c.blk = append(c.blk[:0], blk...)
+	c.n = uint64(u16(c.blk, 8))
+	c.ok = true
+	return nil
 }
 
 // seek places c at the first entry whose key is start or above.
 func (c *cursor) seek(start []byte) (err error) {
 	r := c.r
-	defer r.m.CatchFault(&err)
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	c.b, c.j, c.blk = 0, 0, nil
+	c.b, c.j, c.ok = 0, 0, false
 	if r.nblocks == 0 || start == nil {
 		return nil
 	}
 	// The last block whose first key is start or below.
-	i := sort.Search(int(r.nblocks), func(i int) bool {
-		_, _, first := r.item(uint64(i))
-		return bytes.Compare(first, start) > 0
-	})
-	if i == 0 {
-		return nil
-	}
-	c.b = uint64(i - 1)
-	blk, err := r.block(c.b)
-	if err != nil {
+	i, err := func() (i int, err error) {
+		defer r.m.CatchFault(&err)
+		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+		return sort.Search(int(r.nblocks), func(i int) bool {
+			_, _, first := r.item(uint64(i))
+			return bytes.Compare(first, start) > 0
+		}), nil
+	}()
+	if err != nil || i == 0 {
 		return err
 	}
-	n := int(u16(blk, 8))
-	c.j = uint64(sort.Search(n, func(j int) bool {
-		return bytes.Compare(entryKey(blk, entryAt(blk, uint64(j))), start) >= 0
+	c.b = uint64(i - 1)
+	if err := c.load(); err != nil {
+		return err
+	}
+	c.j = uint64(sort.Search(int(c.n), func(j int) bool {
+		return bytes.Compare(entryKey(c.blk, entryAt(c.blk, uint64(j))), start) >= 0
 	}))
-	c.blk = blk
-	if c.j == uint64(n) {
-		c.b, c.j, c.blk = c.b+1, 0, nil
+	if c.j == c.n {
+		c.b, c.j, c.ok = c.b+1, 0, false
 	}
 	return nil
 }
 
-// next decodes the entry at c into buf (reused) and moves on; ok is
-// false at the end.
-func (c *cursor) next(buf []byte) (e record.Entry, _ []byte, ok bool, err error) {
-	r := c.r
-	defer r.m.CatchFault(&err)
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	if c.b >= r.nblocks {
-		return record.Entry{}, buf, false, nil
+// next decodes the entry at c into e, its Key and Value pointing into
+// c's copy of the block (valid until the cursor loads the next block),
+// and moves on; ok is false at the end.
+func (c *cursor) next(e *record.Entry) (ok bool, err error) {
+	if c.b >= c.r.nblocks {
+		return false, nil
 	}
-	if c.blk == nil {
-		if c.blk, err = r.block(c.b); err != nil {
-			return record.Entry{}, buf, false, err
+	if !c.ok {
+		if err := c.load(); err != nil {
+			return false, err
 		}
 	}
-	e, buf = decode(c.blk, entryAt(c.blk, c.j), buf[:0])
-	if c.j++; c.j == uint64(u16(c.blk, 8)) {
-		c.b, c.j, c.blk = c.b+1, 0, nil
+	at := entryAt(c.blk, c.j)
+	kl := uint64(u32(c.blk, at+24))
+	vl := uint64(u32(c.blk, at+28+kl))
+	*e = record.Entry{
+		CreateRev: record.Revision(u64(c.blk, at)),
+		ModRev:    record.Revision(u64(c.blk, at+8)),
+		Version:   int64(u64(c.blk, at+16)),
+		Key:       c.blk[at+28 : at+28+kl : at+28+kl],
+		Value:     c.blk[at+32+kl : at+32+kl+vl : at+32+kl+vl],
 	}
-	return e, buf, true, nil
+	if c.j++; c.j == c.n {
+		c.b, c.j, c.ok = c.b+1, 0, false
+	}
+	return true, nil
 }
 
 // All returns the entries with start <= key < end in key order (a nil
-// end: to the last). The entry yielded, its Key and Value included, is
-// reused from one step to the next: copy what you keep. Damage stops the
-// walk with its error as the last pair; entries before it were verified.
-// An iteration in progress keeps the view mapped past Close until it
-// ends.
+// end: to the last). The entry yielded, its Key and Value included,
+// points into a buffer of the iteration that a later step overwrites:
+// copy what you keep. Damage stops the walk with its error as the last
+// pair; entries before it were verified. An iteration in progress keeps
+// the view mapped past Close until it ends.
 func (r *Reader) All(start, end []byte) iter.Seq2[*record.Entry, error] {
 	return func(yield func(*record.Entry, error) bool) {
 		if err := r.acquire(); err != nil {
@@ -633,10 +660,9 @@ func (r *Reader) All(start, end []byte) iter.Seq2[*record.Entry, error] {
 			yield(nil, err)
 			return
 		}
-		var buf []byte
+		var e record.Entry
 		for {
-			e, b, ok, err := c.next(buf)
-			buf = b
+			ok, err := c.next(&e)
 			if err != nil {
 				yield(nil, err)
 				return

@@ -344,14 +344,14 @@ type imageReader struct {
 }
 
 func (ir *imageReader) get(key []byte) ([]byte, error) {
-	e, ok, err := ir.r.GetAppend(ir.buf[:0], key)
+	e, out, ok, err := ir.r.GetAppend(ir.buf[:0], key)
 	if err != nil {
 		return nil, err
 	}
 	if !ok {
 		return nil, fmt.Errorf("key %x not found", key)
 	}
-	ir.buf = e.Key[:0:cap(e.Key)]
+	ir.buf = out
 	return e.Value, nil
 }
 
