@@ -62,7 +62,7 @@ func report(w io.Writer, res []map[string]metrics, keys int, sizes map[string]in
 		}
 		fmt.Fprintln(w)
 	}
-	fmt.Fprintln(w, "\nThe ratio columns give the image's advantage, per round (median, range): the other's time or memory over the image's, or the image's Gets per second over the other's; above 1× the image does better.")
+	fmt.Fprintln(w, "\nThe ratio columns give the image's advantage, per round (median, range): the other's time or memory over the image's, or the image's Gets per second over the other's; above one, the image does better.")
 
 	fmt.Fprintf(w, "\n## Cold: the store's files evicted from the page cache (posix_fadvise DONTNEED), then open and one Get\n\n")
 	fmt.Fprintln(w, "| | image | bbolt |")
