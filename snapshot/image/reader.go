@@ -167,6 +167,9 @@ func (r *Reader) open() (err error) {
 	if hashOff+PageSize*hpages+FooterSize != size {
 		return r.corrupt(fo, "file of %d bytes, the footer's layout makes it %d", size, hashOff+PageSize*hpages+FooterSize)
 	}
+	// The section is read whole, now: ask for all of it at once, rather
+	// than a fault's read-ahead at a time.
+	r.m.Advise(int64(secOff), int64(secEnd-secOff), vfs.AdviceWillNeed)
 	if crc(b[secOff:secEnd]) != u32(f, 64) {
 		return r.corrupt(secOff, "lease and block index checksum mismatch")
 	}
