@@ -29,6 +29,7 @@ package locktest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"sync"
 	"testing"
@@ -399,40 +400,45 @@ func testNames(t *testing.T, e Env) {
 	}
 }
 
-// testRace: lockers racing for one free slot; exactly one wins.
+// testRace: lockers racing for one free slot; exactly one wins, in each
+// of several rounds (one round lets a backend without the compare slip
+// through when the racers happen to run one after the other).
 func testRace(t *testing.T, e Env) {
-	const n = 8
+	const n, rounds = 8, 10
 	ls := make([]*filelock.Locker, n)
 	for i := range ls {
 		ls[i] = newLocker(t, e)
 	}
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	won := make(chan *filelock.Holder, n)
-	for _, l := range ls {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			h, err := l.TryAcquire("race")
-			if err == nil {
-				won <- h
-			} else if !errors.Is(err, filelock.ErrLocked) {
-				t.Errorf("TryAcquire: %v", err)
-			}
-		}()
+	for round := range rounds {
+		name := fmt.Sprintf("race-%d", round)
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		won := make(chan *filelock.Holder, n)
+		for _, l := range ls {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				h, err := l.TryAcquire(name)
+				if err == nil {
+					won <- h
+				} else if !errors.Is(err, filelock.ErrLocked) {
+					t.Errorf("TryAcquire: %v", err)
+				}
+			}()
+		}
+		close(start)
+		wg.Wait()
+		close(won)
+		var hs []*filelock.Holder
+		for h := range won {
+			hs = append(hs, h)
+		}
+		if len(hs) != 1 {
+			t.Fatalf("round %d: %d winners of %d racers", round, len(hs), n)
+		}
+		hs[0].Release()
 	}
-	close(start)
-	wg.Wait()
-	close(won)
-	var hs []*filelock.Holder
-	for h := range won {
-		hs = append(hs, h)
-	}
-	if len(hs) != 1 {
-		t.Fatalf("%d winners of %d racers", len(hs), n)
-	}
-	hs[0].Release()
 }
 
 // testContention: contenders take turns, each incrementing a counter
