@@ -49,31 +49,14 @@ func restoreSegment(fsys vfs.FS, dir string, seg wal.SegmentNum, o *Options, ski
 		// open trusts only the records of the newest segment that a
 		// later record claims synced, and would otherwise open below the
 		// floor after a power loss (a writable open trusts the skip: it
-		// syncs what it finds before it trusts it).
-		if err := w.Sync(); err != nil {
+		// syncs what it finds before it trusts it). Both are durable
+		// before the snapshot is in place.
+		if err := w.Vouch(); err != nil {
 			w.Close()
 			return err
 		}
-		if err := w.Mark(); err != nil {
-			w.Close()
-			return err
-		}
 	}
-	if err := w.Close(); err != nil || skip == 0 {
-		return err
-	}
-	// The writer's Sync leaves marks alone (a mark is not a record to
-	// acknowledge), so the mark is synced here: durable before the
-	// snapshot is in place.
-	f, err := fsys.OpenReadWrite(wal.SegmentPath(dir, seg))
-	if err != nil {
-		return err
-	}
-	err = f.Sync()
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return w.Close()
 }
 
 // checkFloor refuses a floor a store could not continue from.

@@ -522,7 +522,8 @@ func skipPayload(rev record.Revision) []byte {
 	return record.Append(nil, &record.Record{Revision: rev, Skip: true})
 }
 
-// createWithSkip creates segment seg holding one record, payload, synced.
+// createWithSkip creates segment seg holding one record, payload, synced
+// and vouched for by a mark.
 func createWithSkip(fsys vfs.FS, dir string, seg wal.SegmentNum, payload []byte) error {
 	w, err := wal.Create(fsys, dir, seg, wal.Options{})
 	if err != nil {
@@ -532,7 +533,12 @@ func createWithSkip(fsys vfs.FS, dir string, seg wal.SegmentNum, payload []byte)
 		w.Close()
 		return err
 	}
-	// Close syncs the record.
+	// The record durable, and a mark after it, synced, that vouches for
+	// it to a read-only open (wal.Writer.Vouch).
+	if err := w.Vouch(); err != nil {
+		w.Close()
+		return err
+	}
 	return w.Close()
 }
 

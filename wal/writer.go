@@ -628,7 +628,11 @@ func SealTail(fsys vfs.FS, dir string, info SegmentInfo, next func() error) erro
 // after it and syncs again. It is for repairs that end a damaged log with
 // a record of their own: since the record is durable before the damage
 // after it is cut, a crash never leaves the log clean without it. The
-// record claims nothing synced.
+// record claims nothing synced; a mark after it, written and synced once
+// the cut is durable, claims it synced, so that a read-only reader (which
+// trusts only the records of the newest segment that a later record
+// claims synced) sees it too. A crash that loses the mark leaves the log
+// as it was before the mark: the record, durable, unvouched.
 //
 // When off falls inside the segment header (the header is the damage), a
 // new header with a new salt goes at offset 0, and the record after it.
@@ -639,17 +643,15 @@ func RepairTail(fsys vfs.FS, dir string, seg SegmentNum, off int64, payload []by
 		return err
 	}
 	var rec []byte
+	var k *segKey
 	if off < firstRecord {
 		salt := newSalt()
-		k := keyFor(salt)
+		k = keyFor(salt)
 		rec = appendRecord(nil, k, TypeHeader, 0, segmentHeaderPayload(seg, salt))
 		rec = appendRecord(rec, k, TypeData, 0, payload)
 		off = 0
-	} else {
-		var k *segKey
-		if k, err = readKey(f, name, seg); err == nil {
-			rec = appendRecord(nil, k, TypeData, 0, payload)
-		}
+	} else if k, err = readKey(f, name, seg); err == nil {
+		rec = appendRecord(nil, k, TypeData, 0, payload)
 	}
 	if err == nil {
 		_, err = f.WriteAt(rec, off)
@@ -658,15 +660,58 @@ func RepairTail(fsys vfs.FS, dir string, seg SegmentNum, off int64, payload []by
 		// The record must be durable before the damage after it goes.
 		err = f.Sync()
 	}
+	end := off + int64(len(rec))
 	if err == nil {
-		err = f.Truncate(off + int64(len(rec)))
+		err = f.Truncate(end)
 	}
 	if err == nil {
 		// The cut must be durable before the repair reports success.
 		err = f.Sync()
 	}
+	if err == nil {
+		err = vouch(f, k, end)
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	return err
+}
+
+// vouch writes at end, the end of f's records, all durable, a mark that
+// claims them synced, and syncs it.
+func vouch(f vfs.File, k *segKey, end int64) error {
+	if _, err := f.WriteAt(appendRecord(nil, k, TypeMark, end, nil), end); err != nil {
+		return err
+	}
+	return f.Sync()
+}
+
+// Vouch makes every record appended so far durable, then writes a mark
+// after them that claims them synced, and syncs it too (two syncs), so
+// that a reader that trusts only the records of the newest segment that a
+// later record claims synced (a read-only open) sees them all. It is for
+// a writer whose last record stays the last one, with no writer after it
+// to vouch for it (a repair's or a restore's skip); Sync never syncs a
+// mark alone.
+func (w *Writer) Vouch() error {
+	if err := w.Sync(); err != nil {
+		return err
+	}
+	w.syncMu.Lock()
+	defer w.syncMu.Unlock()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err := w.usable(); err != nil {
+		return err
+	}
+	if w.synced <= w.claimed {
+		return nil // a record already claims every durable byte
+	}
+	if err := w.writeLocked(TypeMark, nil); err != nil {
+		return w.fail(err)
+	}
+	if err := w.f.Sync(); err != nil {
+		return w.fail(err)
+	}
+	return nil
 }
