@@ -273,7 +273,7 @@ func (d *matrixDir) cases(seed uint64) []matrixDamage {
 		if isSeg {
 			starts, end = frameStarts(b)
 		} else {
-			starts, end = snapshotStarts(b)
+			starts, end = snapshotUnits(b)
 		}
 		// content damage whose first changed byte is at off, in a file
 		// that ends at newSize, judged by the rules above.

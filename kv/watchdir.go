@@ -8,10 +8,12 @@ import (
 	"io"
 	"io/fs"
 	"iter"
+	"path"
 	"sync"
 
 	"github.com/kvstore/kv/record"
 	"github.com/kvstore/kv/snapshot"
+	"github.com/kvstore/kv/snapshot/image"
 	"github.com/kvstore/kv/vfs"
 	"github.com/kvstore/kv/wal"
 )
@@ -189,10 +191,10 @@ func (f *follower) start(from Revision) error {
 func (f *follower) load() error {
 	f.state = map[string]*record.Entry{}
 	var meta snapshot.Meta
-	err := snapshot.Read(f.fsys, f.dir, func(m snapshot.Meta) error {
+	err := image.ReadAny(f.fsys, path.Join(f.dir, snapshot.Name), func(m snapshot.Meta) error {
 		meta = m
 		return nil
-	}, func(e *record.Entry) error {
+	}, nil, func(e *record.Entry) error {
 		if bytes.HasPrefix(e.Key, f.prefix) {
 			c := *e
 			c.Key, c.Value = bytes.Clone(e.Key), bytes.Clone(e.Value)
@@ -284,7 +286,7 @@ func (f *follower) fellBehind(first bool) error {
 // compacted is the CompactedError of a watch at f.rev that fell behind.
 func (f *follower) compacted() error {
 	oldest := f.rev + 1
-	if m, err := snapshot.ReadMeta(f.fsys, f.dir); err == nil {
+	if m, err := image.ReadAnyMeta(f.fsys, path.Join(f.dir, snapshot.Name)); err == nil {
 		oldest = m.Revision + 1
 	}
 	return &CompactedError{Requested: f.rev + 1, Oldest: oldest}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kvstore/kv/record"
 	"github.com/kvstore/kv/snapshot"
+	"github.com/kvstore/kv/snapshot/image"
 	"github.com/kvstore/kv/vfs"
 	"github.com/kvstore/kv/wal"
 )
@@ -121,7 +122,7 @@ func checkOnce(fsys vfs.FS, dir string) (*Report, error) {
 		rep.MarkerErr = markerErr
 	}
 	m, leases := record.NewMap(), record.NewLeases()
-	err = snapshot.ReadLeases(fsys, dir,
+	err = image.ReadAny(fsys, path.Join(dir, snapshot.Name),
 		func(meta snapshot.Meta) error { rep.Snapshot = meta; return nil },
 		func(le *record.Lease) error { return leases.Load(le) },
 		func(e *record.Entry) error { m.Load(e); return nil })

@@ -13,6 +13,7 @@ import (
 	"github.com/kvstore/kv/internal/variant"
 	"github.com/kvstore/kv/record"
 	"github.com/kvstore/kv/snapshot"
+	"github.com/kvstore/kv/snapshot/image"
 	"github.com/kvstore/kv/vfs"
 	"github.com/kvstore/kv/wal"
 )
@@ -160,8 +161,10 @@ func recoverOnce(fsys vfs.FS, dir string, opts Options) (*Result, error) {
 		return nil, err
 	}
 
-	// 2. Load the snapshot, if any, verifying it whole.
-	err = snapshot.ReadLeases(fsys, dir,
+	// 2. Load the snapshot, if any, verifying it whole: a snapshot of
+	// version 1 or 2 as it is decoded, an image (version 3) before any of
+	// it is loaded.
+	err = image.ReadAny(fsys, path.Join(dir, snapshot.Name),
 		func(meta snapshot.Meta) error {
 			res.Snapshot = meta
 			// Size the index for the entries, but never past what the
@@ -656,7 +659,7 @@ type shape struct {
 
 func shapeOf(fsys vfs.FS, dir string) shape {
 	names, _ := fsys.List(dir)
-	meta, _ := snapshot.ReadMeta(fsys, dir)
+	meta, _ := image.ReadAnyMeta(fsys, path.Join(dir, snapshot.Name))
 	return shape{names: strings.Join(names, "/"), meta: meta}
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kvstore/kv/record"
 	"github.com/kvstore/kv/snapshot"
+	"github.com/kvstore/kv/snapshot/image"
 	"github.com/kvstore/kv/vfs"
 	"github.com/kvstore/kv/wal"
 )
@@ -86,7 +87,9 @@ type RepairPlan struct {
 	Unreadable     []string
 	// LostKeys lists, for a snapshot rewritten with the entries that read
 	// (see PlanRepair), the key ranges its damage lost: every key strictly
-	// between After and Before (nil: unbounded).
+	// between After and Before (nil: unbounded). It is not nil when the
+	// snapshot is rewritten, even when its damage lost no key (an image
+	// damaged only in its index or footer).
 	LostKeys []snapshot.Lost
 	actions  []func(fsys vfs.FS) error
 	// lostNewest: the newest segment is missing, and with it every trace
@@ -373,7 +376,7 @@ func planSnapshot(fsys vfs.FS, dir string, rep *Report, p *RepairPlan) (*RepairP
 	}
 	// The log resumes after the record before the first kept one.
 	base := record.Revision(0)
-	if meta, err := snapshot.ReadMeta(fsys, dir); err == nil {
+	if meta, err := image.ReadAnyMeta(fsys, path.Join(dir, snapshot.Name)); err == nil {
 		base = meta.Revision
 	}
 	first := wal.SegmentNum(1)
@@ -480,8 +483,8 @@ func (p *RepairPlan) floor(fsys vfs.FS, dir string) error {
 			continue
 		}
 		metaRead := false
-		_ = snapshot.ReadFile(fsys, file,
-			func(m snapshot.Meta) error { high, metaRead = max(high, m.Revision), true; return nil },
+		_ = image.ReadAny(fsys, file,
+			func(m snapshot.Meta) error { high, metaRead = max(high, m.Revision), true; return nil }, nil,
 			func(e *record.Entry) error { high = max(high, e.ModRev); return nil })
 		if !metaRead {
 			unknown++

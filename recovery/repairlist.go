@@ -7,6 +7,7 @@ import (
 
 	"github.com/kvstore/kv/record"
 	"github.com/kvstore/kv/snapshot"
+	"github.com/kvstore/kv/snapshot/image"
 	"github.com/kvstore/kv/vfs"
 	"github.com/kvstore/kv/wal"
 )
@@ -61,7 +62,7 @@ func (p *RepairPlan) listRecords(fsys vfs.FS, file string, seg wal.SegmentNum, f
 // listSnapshot adds to the plan the readable entries of the snapshot file
 // as dropped, and its damaged ranges.
 func (p *RepairPlan) listSnapshot(fsys vfs.FS, file string) error {
-	sv, err := snapshot.Salvage(fsys, file, func(e *record.Entry) error {
+	sv, err := image.SalvageAny(fsys, file, func(e *record.Entry) error {
 		c := *e
 		c.Key, c.Value = append([]byte(nil), e.Key...), append([]byte(nil), e.Value...)
 		p.DroppedEntries = append(p.DroppedEntries, DroppedEntry{File: file, Entry: c})
@@ -78,6 +79,9 @@ func (p *RepairPlan) listSnapshot(fsys vfs.FS, file string) error {
 func (p *RepairPlan) listLost(file string, sv snapshot.Salvaged) {
 	for _, l := range sv.Lost {
 		p.Unreadable = append(p.Unreadable, fmt.Sprintf("%s bytes %d-%d (the keys %s, if any)", file, l.From, l.To, keySpan(l.After, l.Before)))
+	}
+	for _, l := range sv.Index {
+		p.Unreadable = append(p.Unreadable, fmt.Sprintf("%s bytes %d-%d (the image's index or footer: no key)", file, l.From, l.To))
 	}
 }
 
@@ -106,11 +110,11 @@ func keySpan(after, before []byte) string {
 // read). It reports false when the snapshot or the log does not allow it.
 func planSnapshotKeep(fsys vfs.FS, dir string, rep *Report, p *RepairPlan) (*RepairPlan, bool, error) {
 	name := path.Join(dir, snapshot.Name)
-	sv, err := snapshot.Salvage(fsys, name, nil)
+	sv, err := image.SalvageAny(fsys, name, nil)
 	if err != nil {
 		return nil, false, err
 	}
-	if !sv.MetaOK || sv.Meta.Leases > 0 || sv.Leases > 0 || sv.Disordered > 0 || errors.Is(rep.SnapshotErr, snapshot.ErrVersion) {
+	if !sv.MetaOK || sv.Meta.Leases > 0 || sv.Leases > 0 || sv.LeasesUnknown || sv.Disordered > 0 || errors.Is(rep.SnapshotErr, snapshot.ErrVersion) {
 		return nil, false, nil
 	}
 	for _, pr := range rep.Problems {
@@ -158,7 +162,7 @@ func planSnapshotKeep(fsys vfs.FS, dir string, rep *Report, p *RepairPlan) (*Rep
 		}
 		var serr error
 		entries := func(yield func(*record.Entry) bool) {
-			_, serr = snapshot.Salvage(fsys, to, func(e *record.Entry) error {
+			_, serr = image.SalvageAny(fsys, to, func(e *record.Entry) error {
 				if !yield(e) {
 					return errStopSalvage
 				}
@@ -175,7 +179,7 @@ func planSnapshotKeep(fsys vfs.FS, dir string, rep *Report, p *RepairPlan) (*Rep
 		}
 		return nil
 	})
-	p.LostKeys = sv.Lost
+	p.LostKeys = append([]snapshot.Lost{}, sv.Lost...)
 	p.listLost(name, sv)
 	for _, l := range sv.Lost {
 		p.Drops = append(p.Drops, fmt.Sprintf("the snapshot's keys %s, if any (unreadable)", keySpan(l.After, l.Before)))

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kvstore/kv/record"
 	"github.com/kvstore/kv/snapshot"
+	"github.com/kvstore/kv/snapshot/image"
 	"github.com/kvstore/kv/vfs"
 	"github.com/kvstore/kv/wal"
 )
@@ -111,7 +112,7 @@ func Salvage(fsys vfs.FS, dir string) (*SalvageReport, error) {
 	// The snapshot's readable entries.
 	var base record.Revision
 	var covered wal.SegmentNum
-	sv, err := snapshot.Salvage(fsys, path.Join(dir, snapshot.Name), func(e *record.Entry) error {
+	sv, err := image.SalvageAny(fsys, path.Join(dir, snapshot.Name), func(e *record.Entry) error {
 		m.Load(e)
 		base = max(base, e.ModRev)
 		return nil

@@ -37,6 +37,15 @@ type Salvaged struct {
 	// Disordered counts entries dropped because their key was not above
 	// the last one returned (a frame that checks out in the wrong place).
 	Disordered int
+	// Index lists the damaged ranges of an image (version 3) that hold
+	// no entry: its first page, lease section, block index, hash index
+	// or footer. No key is lost with them (After and Before are nil),
+	// but the file is not Complete.
+	Index []Lost
+	// LeasesUnknown reports that the snapshot's leases could not be read
+	// or counted (an image whose footer or lease section is damaged): it
+	// may have held leases, lost with the damage.
+	LeasesUnknown bool
 }
 
 // Salvage reads every frame of the snapshot file name that checks out,

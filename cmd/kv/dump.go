@@ -190,6 +190,12 @@ func salvageLines(rep *recovery.SalvageReport) []string {
 		for _, l := range sv.Lost {
 			out = append(out, fmt.Sprintf("%s bytes %d-%d unreadable: the keys %s, if any, are lost", file, l.From, l.To, keySpan(l.After, l.Before)))
 		}
+		for _, l := range sv.Index {
+			out = append(out, fmt.Sprintf("%s bytes %d-%d unreadable: the image's index or footer, which holds no key", file, l.From, l.To))
+		}
+		if sv.LeasesUnknown {
+			out = append(out, fmt.Sprintf("%s: its leases are unreadable", file))
+		}
 		if sv.Disordered > 0 {
 			out = append(out, fmt.Sprintf("%s: %d entries out of key order dropped", file, sv.Disordered))
 		}

@@ -5,8 +5,10 @@
 // by reading a few kilobytes and serves each lookup from the page or two
 // that hold the key, straight from a mapping of the file.
 //
-// No store writes or loads an image yet: the package is the format and
-// its reader, for the store to serve reads from (issue 20, phase 2).
+// No store writes an image yet, but the readers of a data directory load
+// one: ReadAny reads a snapshot of any version (1 and 2 through package
+// snapshot, 3 here), ReadAnyMeta its first record, SalvageAny what of it
+// reads. Serving reads from the image is issue 20's next step.
 //
 // # Guarantees
 //

@@ -1,0 +1,150 @@
+package image
+
+import (
+	"errors"
+	"io"
+
+	"github.com/kvstore/kv/record"
+	"github.com/kvstore/kv/snapshot"
+	"github.com/kvstore/kv/vfs"
+)
+
+// The readers of a data directory meet a snapshot of any version the
+// store has written: versions 1 and 2 (package snapshot's frames) and 3
+// (this package's image). The functions below look at the version in the
+// file's header and hand the file to the reader of that version, so that
+// a caller reads every version with one call. They live here, not in
+// package snapshot, because this package builds on that one.
+
+// headerVersion returns the format version in the header of file name,
+// and whether the header is a snapshot's (six bytes of magic, then the
+// version); a file too short or with another magic is not.
+func headerVersion(fsys vfs.FS, name string) (uint16, bool, error) {
+	f, err := fsys.Open(name)
+	if err != nil {
+		return 0, false, err
+	}
+	defer f.Close()
+	var h [fileHeaderSize]byte
+	if n, err := f.ReadAt(h[:], 0); n < len(h) {
+		if err != nil && err != io.EOF {
+			return 0, false, err
+		}
+		return 0, false, nil
+	}
+	if [6]byte(h[:6]) != magic {
+		return 0, false, nil
+	}
+	return u16(h[:], 6), true, nil
+}
+
+// isImage reports whether file name is a snapshot of version 3.
+func isImage(fsys vfs.FS, name string) (bool, error) {
+	v, ok, err := headerVersion(fsys, name)
+	return ok && v == Version, err
+}
+
+// ReadAny reads the snapshot in file name, of version 1, 2 or 3, and
+// verifies it whole, calling meta, lease and entry as
+// snapshot.ReadFileLeases does (each may be nil): the first record, then
+// each live lease with its keys (copies), then each entry in key order,
+// lent for the call. A missing file is an error matching fs.ErrNotExist;
+// damage is snapshot.ErrCorrupt in a *corrupt.Error naming file and
+// offset, another version snapshot.ErrVersion.
+//
+// An image (version 3) is opened and verified (Reader.Verify) before any
+// lease or entry is handed out, so that damage anywhere in it, its hash
+// index included, is found first; meta, which gets the image's Meta with
+// its Count and Leases from the footer, is called once the image opened,
+// or, when it does not open, with the first record alone if that checks
+// out (as the decoder of versions 1 and 2 calls it once the first frame
+// checks out, whatever follows), before the error is returned.
+func ReadAny(fsys vfs.FS, name string, meta func(snapshot.Meta) error, lease func(*record.Lease) error, entry func(*record.Entry) error) error {
+	img, err := isImage(fsys, name)
+	if err != nil {
+		return err
+	}
+	if !img {
+		return snapshot.ReadFileLeases(fsys, name, meta, lease, entry)
+	}
+	r, err := Open(fsys, name)
+	if err != nil {
+		if m, merr := ReadMeta(fsys, name); merr == nil && meta != nil && !errors.Is(err, vfs.ErrMapFault) {
+			if ferr := meta(m); ferr != nil {
+				return ferr
+			}
+		}
+		return err
+	}
+	defer r.Close()
+	if meta != nil {
+		if err := meta(r.Meta()); err != nil {
+			return err
+		}
+	}
+	if err := r.Verify(); err != nil {
+		return err
+	}
+	les, err := r.Leases()
+	if err != nil {
+		return err
+	}
+	if lease != nil {
+		for i := range les {
+			if err := lease(&les[i]); err != nil {
+				return err
+			}
+		}
+	}
+	for e, err := range r.All(nil, nil) {
+		if err != nil {
+			return err
+		}
+		if entry != nil {
+			if err := entry(e); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// ReadAnyMeta reads only the first record of the snapshot in file name,
+// of version 1, 2 or 3, checking that record's checksum and nothing else
+// (snapshot.ReadMeta, ReadMeta). Of an image it returns the covered
+// segment and the revision: its Count and Leases are in the footer,
+// which it does not read, and are 0.
+func ReadAnyMeta(fsys vfs.FS, name string) (snapshot.Meta, error) {
+	img, err := isImage(fsys, name)
+	if err != nil {
+		return snapshot.Meta{}, err
+	}
+	if img {
+		return ReadMeta(fsys, name)
+	}
+	var m snapshot.Meta
+	err = snapshot.ReadFile(fsys, name, func(meta snapshot.Meta) error {
+		m = meta
+		return errStopMeta
+	}, nil)
+	if errors.Is(err, errStopMeta) {
+		err = nil
+	}
+	return m, err
+}
+
+var errStopMeta = errors.New("image: stop after the meta record")
+
+// SalvageAny is snapshot.Salvage of a snapshot of version 1, 2 or 3: it
+// reads every entry of file name that checks out, whatever damage lies
+// around it, and reports the rest (see Salvage for an image).
+func SalvageAny(fsys vfs.FS, name string, entry func(*record.Entry) error) (snapshot.Salvaged, error) {
+	img, err := isImage(fsys, name)
+	if err != nil {
+		return snapshot.Salvaged{}, err
+	}
+	if img {
+		return Salvage(fsys, name, entry)
+	}
+	return snapshot.Salvage(fsys, name, entry)
+}
