@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"encoding/binary"
 	"hash/crc32"
-	"io"
 
+	"github.com/kvstore/kv/internal/window"
 	"github.com/kvstore/kv/record"
 	"github.com/kvstore/kv/vfs"
 	"github.com/kvstore/kv/wal"
@@ -69,8 +69,8 @@ func Salvage(fsys vfs.FS, name string, entry func(*record.Entry) error) (Salvage
 		return out, err
 	}
 	out.Size = fi.Size()
-	src := &window{f: f, size: out.Size}
-	head, err := src.at(0, fileHeaderSize)
+	src := window.New(f, out.Size)
+	head, err := src.At(0, fileHeaderSize)
 	if err != nil {
 		return out, err
 	}
@@ -84,7 +84,7 @@ func Salvage(fsys vfs.FS, name string, entry func(*record.Entry) error) (Salvage
 	// frame returns the type and payload of the frame at off if it checks
 	// out, and its total length; 0 when it does not.
 	frame := func(off int64) (byte, []byte, int64, error) {
-		h, err := src.at(off, frameHeaderSize)
+		h, err := src.At(off, frameHeaderSize)
 		if err != nil || len(h) < frameHeaderSize || h[8] < frameMeta || h[8] > frameLeaseKey {
 			return 0, nil, 0, err
 		}
@@ -93,7 +93,7 @@ func Salvage(fsys vfs.FS, name string, entry func(*record.Entry) error) (Salvage
 			return 0, nil, 0, nil
 		}
 		sum := binary.LittleEndian.Uint32(h)
-		b, err := src.at(off, int(frameHeaderSize+n))
+		b, err := src.At(off, int(frameHeaderSize+n))
 		if err != nil || int64(len(b)) < frameHeaderSize+n {
 			return 0, nil, 0, err
 		}
@@ -186,33 +186,4 @@ func Salvage(fsys vfs.FS, name string, entry func(*record.Entry) error) (Salvage
 	out.Complete = len(out.Lost) == 0 && ended && out.MetaOK && out.Disordered == 0 &&
 		ReadFile(fsys, name, nil, nil) == nil
 	return out, nil
-}
-
-// window reads a file a megabyte at a time.
-type window struct {
-	f    vfs.File
-	size int64
-	base int64
-	buf  []byte
-}
-
-// at returns the bytes from off to off+n, fewer where the file ends.
-func (w *window) at(off int64, n int) ([]byte, error) {
-	end := min(off+int64(n), w.size)
-	if off >= end {
-		return nil, nil
-	}
-	if off >= w.base && end <= w.base+int64(len(w.buf)) {
-		return w.buf[off-w.base : end-w.base], nil
-	}
-	size := min(max(end-off, 1<<20), w.size-off)
-	if int64(cap(w.buf)) < size {
-		w.buf = make([]byte, size)
-	}
-	w.buf, w.base = w.buf[:size], off
-	if k, err := w.f.ReadAt(w.buf, off); err != nil && !(err == io.EOF && int64(k) == size) {
-		w.buf = w.buf[:0]
-		return nil, err
-	}
-	return w.buf[:end-off], nil
 }

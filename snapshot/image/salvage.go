@@ -2,8 +2,9 @@ package image
 
 import (
 	"bytes"
-	"io"
+	"math"
 
+	"github.com/kvstore/kv/internal/window"
 	"github.com/kvstore/kv/record"
 	"github.com/kvstore/kv/snapshot"
 	"github.com/kvstore/kv/vfs"
@@ -39,7 +40,7 @@ func Salvage(fsys vfs.FS, name string, entry func(*record.Entry) error) (snapsho
 	}
 	size := uint64(fi.Size())
 	out.Size = int64(size)
-	w := &pageWindow{f: f, size: size}
+	w := &pageWindow{window.New(f, int64(size))}
 	index := func(from, to uint64) {
 		if to > from {
 			out.Index = append(out.Index, snapshot.Lost{From: int64(from), To: int64(to)})
@@ -207,33 +208,15 @@ func parseFooter(b []byte, size uint64) (footer, bool) {
 	return ft, true
 }
 
-// pageWindow reads a file a megabyte at a time.
-type pageWindow struct {
-	f    vfs.File
-	size uint64
-	base uint64
-	buf  []byte
-}
+// pageWindow reads a file a megabyte at a time, at unsigned offsets.
+type pageWindow struct{ w *window.Window }
 
 // at returns the bytes from off to off+n, fewer where the file ends.
 func (w *pageWindow) at(off uint64, n int) ([]byte, error) {
-	end := min(off+uint64(n), w.size)
-	if off >= end {
+	if off > math.MaxInt64 {
 		return nil, nil
 	}
-	if off >= w.base && end <= w.base+uint64(len(w.buf)) {
-		return w.buf[off-w.base : end-w.base], nil
-	}
-	size := min(max(end-off, 1<<20), w.size-off)
-	if uint64(cap(w.buf)) < size {
-		w.buf = make([]byte, size)
-	}
-	w.buf, w.base = w.buf[:size], off
-	if k, err := w.f.ReadAt(w.buf, int64(off)); err != nil && !(err == io.EOF && uint64(k) == size) {
-		w.buf = w.buf[:0]
-		return nil, err
-	}
-	return w.buf[:end-off], nil
+	return w.w.At(int64(off), n)
 }
 
 // block returns the block at page p if one starts there that ends by
