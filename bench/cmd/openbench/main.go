@@ -1,0 +1,565 @@
+// Command openbench measures the read side of issue 20 (a snapshot that
+// opens in milliseconds) on the kv store against bbolt and pebble, on
+// one data set built once per engine: kvbench's 16-byte keys and
+// 100-byte values, 1M of them by default.
+//
+//	cd bench
+//	go run ./cmd/openbench                              # 1M keys, 3 rounds
+//	go run ./cmd/openbench -short                       # a smoke test: 20k keys, 1 round
+//	go run ./cmd/openbench -out results/NAME.md -json results/NAME.json
+//
+// The kv store is used only through its public API (kv.Open, Get, Scan,
+// Txn, Checkpoint, Close) and through the kv command built from this
+// checkout, so the benchmark measures whatever the store is when it runs.
+// Each round, in an order of engines rotated by round:
+//
+//  1. reopen, warm: a new child process opens the store, its files in
+//     the page cache: the open's time, the process's resident set
+//     (VmRSS) and Go heap in use (after a GC) after it, the first Get.
+//  2. read: a new child opens the store and runs random Gets on one
+//     goroutine, then a full scan in key order, then reports the heap
+//     in use after a GC (per key).
+//  3. one-shot: the whole process `kv DIR get KEY` (the command built
+//     from this checkout) against `bbolt get DB BUCKET KEY` (bbolt's
+//     command at the version of bench/go.mod), and a one-shot child of
+//     this program per engine (read-only open, one Get, close), to tell
+//     the command's start-up from the store's open. Wall time, median of
+//     -cli-runs runs.
+//  4. reopen, cold: the store's files out of the page cache first
+//     (drop_caches as root, else posix_fadvise), then open and one Get:
+//     its time, major page faults and bytes read.
+//
+// Every figure is reported with kv's ratio to each peer in the same
+// round. Every Get, scan and command output is checked against the data
+// set; no timing is asserted anywhere.
+package main
+
+import (
+	"bytes"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kvstore/kv/bench/internal/runinfo"
+)
+
+// config is the size of a run.
+type config struct {
+	Keys    int           `json:"keys"`
+	Rounds  int           `json:"rounds"`
+	GetDur  time.Duration `json:"get_dur"`
+	CLIRuns int           `json:"cli_runs"`
+	Cold    string        `json:"cold"` // the method, resolved
+}
+
+// shortConfig is -short's run: a smoke test that runs every step.
+func shortConfig() config {
+	return config{Keys: 20_000, Rounds: 1, GetDur: 200 * time.Millisecond, CLIRuns: 3}
+}
+
+func main() {
+	c := config{}
+	flag.IntVar(&c.Keys, "keys", 1_000_000, "keys in the data set")
+	flag.IntVar(&c.Rounds, "rounds", 3, "rounds of measurements")
+	flag.DurationVar(&c.GetDur, "get-dur", 2*time.Second, "how long the timed random Gets run (after a warm-up of half that)")
+	flag.IntVar(&c.CLIRuns, "cli-runs", 5, "one-shot processes per command and round (the round's figure is their median)")
+	short := flag.Bool("short", false, "a smoke test: 20k keys, 1 round, 0.2 s of Gets, 3 one-shot runs")
+	cold := flag.String("cold", "auto", "how a cold open empties the page cache: drop (drop_caches, needs root), fadvise, or auto")
+	dir := flag.String("dir", "", "where the stores go (default: a new temporary directory, removed at the end)")
+	kvCLI := flag.String("kv-cli", "", "the kv command to time (default: built from this checkout)")
+	boltCLI := flag.String("bbolt-cli", "", "the bbolt command to time (default: built from the module cache at bench/go.mod's version)")
+	out := flag.String("out", "", "also write the report to this file")
+	save := flag.String("json", "", "also write every figure of every round to this file")
+	rerender := flag.String("report", "", "print the report of a run saved with -json, and exit")
+	child := flag.String("child", "", "internal: run one child task")
+	flag.Parse()
+	var err error
+	switch {
+	case *child != "":
+		err = runChild(*child)
+	case *rerender != "":
+		err = reportSaved(*rerender, *out)
+	default:
+		if *short {
+			c = shortConfig()
+		}
+		var note string
+		if c.Cold, note, err = coldMethod(*cold); err == nil {
+			err = run(c, note, *dir, *kvCLI, *boltCLI, *out, *save)
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "openbench:", err)
+		os.Exit(1)
+	}
+}
+
+// results are a run's figures: per round, per engine, per row id.
+type results []map[string]map[string]float64
+
+func (r results) set(round int, engine, id string, v float64) {
+	if r[round][engine] == nil {
+		r[round][engine] = map[string]float64{}
+	}
+	r[round][engine][id] = v
+}
+
+// saved is a run as -json writes it and -report reads it.
+type saved struct {
+	Run      runinfo.Info       `json:"run"`
+	Config   config             `json:"config"`
+	ColdNote string             `json:"cold_note,omitempty"` // why the cold method is not drop_caches
+	KVCLI    string             `json:"kv_cli"`              // how the kv command was made
+	BoltCLI  string             `json:"bbolt_cli"`           // how the bbolt command was made, or why it was not
+	Sizes    map[string]int64   `json:"sizes"`               // bytes of each engine's files
+	Build    map[string]float64 `json:"build"`               // seconds each engine's build took
+	Results  results            `json:"results"`
+	Load     []float64          `json:"load"` // the 1-minute load average before each step
+	Rendered string             `json:"-"`    // the commit that rendered a saved run again
+}
+
+// runner runs one benchmark.
+type runner struct {
+	c       config
+	exe     string
+	base    string
+	kvCLI   string
+	boltCLI string // "" when bbolt's command could not be built
+	start   time.Time
+	s       saved
+}
+
+func (r *runner) dir(e string) string { return filepath.Join(r.base, e) }
+
+func (r *runner) progress(format string, a ...any) {
+	fmt.Fprintf(os.Stderr, "openbench [%s] %s\n", time.Since(r.start).Round(time.Second), fmt.Sprintf(format, a...))
+}
+
+func run(c config, coldNote, dir, kvCLI, boltCLI, out, save string) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	base := dir
+	if base == "" {
+		if base, err = os.MkdirTemp("", "openbench-"); err != nil {
+			return err
+		}
+		defer os.RemoveAll(base)
+	} else if err := os.MkdirAll(base, 0o755); err != nil {
+		return err
+	}
+	r := &runner{c: c, exe: exe, base: base, start: time.Now()}
+	// The run is described as it starts: the commit is the code that ran.
+	r.s = saved{Run: runinfo.Collect("./cmd/openbench", base), Config: c, ColdNote: coldNote,
+		Sizes: map[string]int64{}, Build: map[string]float64{}}
+	if err := r.commands(kvCLI, boltCLI); err != nil {
+		return err
+	}
+	for _, e := range engines {
+		start := time.Now()
+		if err := build(e, r.dir(e), c.Keys); err != nil {
+			return fmt.Errorf("build %s: %w", e, err)
+		}
+		r.s.Build[e] = time.Since(start).Seconds()
+		n, err := dirBytes(r.dir(e))
+		if err != nil {
+			return err
+		}
+		r.s.Sizes[e] = n
+		r.progress("built %s: %d keys, %.1f MiB, in %v", e, c.Keys, float64(n)/(1<<20), time.Since(start).Round(time.Millisecond))
+	}
+	r.s.Results = make(results, c.Rounds)
+	for round := range c.Rounds {
+		r.s.Results[round] = map[string]map[string]float64{}
+		if err := r.round(round); err != nil {
+			return fmt.Errorf("round %d: %w", round+1, err)
+		}
+	}
+	r.progress("done")
+	if save != "" {
+		b, err := json.MarshalIndent(r.s, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(save, b, 0o644); err != nil {
+			return err
+		}
+	}
+	return writeReport(r.s, out)
+}
+
+// commands finds or builds the two commands the one-shot step times.
+func (r *runner) commands(kvCLI, boltCLI string) error {
+	bin := filepath.Join(r.base, "bin")
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		return err
+	}
+	if kvCLI != "" {
+		r.kvCLI, r.s.KVCLI = kvCLI, "given with -kv-cli: "+kvCLI
+	} else {
+		// The kv module's own go.mod builds its command: the bench module
+		// does not require the command's dependencies (cobra).
+		root, err := goOutput("", nil, "list", "-m", "-f", "{{.Dir}}", "github.com/kvstore/kv")
+		if err != nil {
+			return fmt.Errorf("finding the kv module: %w", err)
+		}
+		r.kvCLI = filepath.Join(bin, "kv")
+		if _, err := goOutput(root, nil, "build", "-o", r.kvCLI, "./cmd/kv"); err != nil {
+			return fmt.Errorf("building the kv command: %w", err)
+		}
+		r.s.KVCLI = "`go build ./cmd/kv` in " + root + " (this checkout's main module), commit above"
+	}
+	if boltCLI != "" {
+		r.boltCLI, r.s.BoltCLI = boltCLI, "given with -bbolt-cli: "+boltCLI
+		return nil
+	}
+	version, err := goOutput("", nil, "list", "-m", "-f", "{{.Version}}", "go.etcd.io/bbolt")
+	if err != nil {
+		return fmt.Errorf("finding bbolt's version: %w", err)
+	}
+	if err := r.buildBolt(bin); err != nil {
+		r.s.BoltCLI = fmt.Sprintf("bbolt's command (go.etcd.io/bbolt/cmd/bbolt %s) could not be built (%v): its row is this program's one-shot bbolt child (read-only open, one Get, close) instead", version, err)
+		r.progress("%s", r.s.BoltCLI)
+		return nil
+	}
+	r.s.BoltCLI = fmt.Sprintf("go.etcd.io/bbolt/cmd/bbolt %s (bench/go.mod's version), built from the module cache with the bench module's dependency versions (a copy of bench/go.mod with `-mod=mod`, which adds cobra); `bbolt get` opens the file read-only", version)
+	return nil
+}
+
+// buildBolt builds go.etcd.io/bbolt/cmd/bbolt at the version bench/go.mod
+// requires into bin. The bench module does not require the command's
+// dependencies (cobra): it builds against a copy of go.mod and go.sum
+// with -mod=mod, which may add them to the copy, never to bench/go.mod.
+func (r *runner) buildBolt(bin string) error {
+	gomod, err := goOutput("", nil, "env", "GOMOD")
+	if err != nil {
+		return err
+	}
+	if gomod == "" || gomod == os.DevNull {
+		return errors.New("not in a module")
+	}
+	tmp := filepath.Join(bin, "mod")
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
+		return err
+	}
+	for _, f := range []string{"go.mod", "go.sum"} {
+		b, err := os.ReadFile(filepath.Join(filepath.Dir(gomod), f))
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(tmp, f), b, 0o644); err != nil {
+			return err
+		}
+	}
+	out := filepath.Join(bin, "bbolt")
+	if _, err := goOutput(filepath.Dir(gomod), []string{"GOFLAGS=-mod=mod"}, "build", "-modfile="+filepath.Join(tmp, "go.mod"), "-o", out, "go.etcd.io/bbolt/cmd/bbolt"); err != nil {
+		return err
+	}
+	r.boltCLI = out
+	return nil
+}
+
+// goOutput runs the go command in dir and returns its trimmed output.
+func goOutput(dir string, env []string, args ...string) (string, error) {
+	cmd := exec.Command("go", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("go %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// round runs one round of every step.
+func (r *runner) round(round int) error {
+	// Rotate the order, so that no engine always runs first.
+	order := slices.Clone(engines)
+	for range round {
+		order = append(order[1:], order[0])
+	}
+	res := r.s.Results
+	for _, e := range order {
+		if err := r.warm(e); err != nil {
+			return err
+		}
+		m, err := r.child(task{Name: "reopen", Engine: e, Dir: r.dir(e), Keys: r.c.Keys})
+		if err != nil {
+			return err
+		}
+		res.set(round, e, "reopen.warm.s", m["open.s"])
+		res.set(round, e, "reopen.warm.rss", m["open.rss"])
+		res.set(round, e, "reopen.warm.rssadded", m["open.rssadded"])
+		res.set(round, e, "reopen.warm.heap", m["open.heap"])
+		res.set(round, e, "heap.open.perkey", m["open.heap"]/float64(r.c.Keys))
+		res.set(round, e, "get.warm.first.s", m["get1.s"])
+		r.progress("round %d: %s: reopen, warm: %v", round+1, e, m)
+	}
+	for _, e := range order {
+		if err := r.warm(e); err != nil {
+			return err
+		}
+		m, err := r.child(task{Name: "read", Engine: e, Dir: r.dir(e), Keys: r.c.Keys, GetDur: r.c.GetDur})
+		if err != nil {
+			return err
+		}
+		res.set(round, e, "get.warm.ops", m["get.ops"])
+		res.set(round, e, "scan.warm.kps", m["scan.kps"])
+		res.set(round, e, "heap.steady.perkey", m["heap"]/float64(r.c.Keys))
+		r.progress("round %d: %s: read: %v", round+1, e, m)
+	}
+	if err := r.oneshots(round, order); err != nil {
+		return err
+	}
+	for _, e := range order {
+		m, err := r.child(task{Name: "reopen", Engine: e, Dir: r.dir(e), Keys: r.c.Keys, Cold: r.c.Cold})
+		if err != nil {
+			return err
+		}
+		res.set(round, e, "reopen.cold.s", m["open.s"])
+		res.set(round, e, "reopen.cold.read", m["open.read"])
+		res.set(round, e, "get.cold.first.s", m["get1.s"])
+		res.set(round, e, "get.cold.first.majflt", m["get1.majflt"])
+		res.set(round, e, "get.cold.first.read", m["get1.read"])
+		r.progress("round %d: %s: reopen, cold: %v", round+1, e, m)
+	}
+	return nil
+}
+
+// warm puts engine e's files, this program and the commands in the page
+// cache, and records the load average before the step.
+func (r *runner) warm(e string) error {
+	if l, ok := loadAverage(); ok {
+		r.s.Load = append(r.s.Load, l)
+	}
+	paths := []string{r.dir(e), r.exe, r.kvCLI}
+	if r.boltCLI != "" {
+		paths = append(paths, r.boltCLI)
+	}
+	return warm(paths...)
+}
+
+// child runs t in a new process of this program and returns its figures.
+func (r *runner) child(t task) (metrics, error) {
+	b, err := json.Marshal(t)
+	if err != nil {
+		return nil, err
+	}
+	if l, ok := loadAverage(); ok && t.Cold != "" {
+		r.s.Load = append(r.s.Load, l)
+	}
+	cmd := exec.Command(r.exe, "-child", string(b)) // the test binary serves too (TestMain)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("%s on %s: %w", t.Name, t.Engine, err)
+	}
+	var m metrics
+	if err := json.Unmarshal(out, &m); err != nil {
+		return nil, fmt.Errorf("%s on %s: child output %q: %w", t.Name, t.Engine, out, err)
+	}
+	return m, nil
+}
+
+// gnuTime is GNU time, which measures a command's peak resident set
+// (-f %M), or "" where there is none.
+var gnuTime = func() string {
+	p, err := exec.LookPath("/usr/bin/time")
+	if err != nil {
+		return ""
+	}
+	return p
+}()
+
+// oneshot is one kind of one-shot process the round times.
+type oneshot struct {
+	row, engine string
+	cmd         func(key []byte, idx int) *exec.Cmd
+	check       func(key, out []byte) error
+}
+
+// oneshots times the one-shot processes: each command once untimed (so
+// that the page cache and the machine's caches hold what it needs), then
+// -cli-runs times each, the kinds interleaved and rotated by run, each
+// run on another key. The round's figure is the median of the runs.
+func (r *runner) oneshots(round int, order []string) error {
+	for _, e := range engines {
+		if err := r.warm(e); err != nil {
+			return err
+		}
+	}
+	var kinds []oneshot
+	kinds = append(kinds, oneshot{"cli", "kv",
+		func(key []byte, _ int) *exec.Cmd {
+			return exec.Command(r.kvCLI, r.dir("kv"), "get", "--raw", strconv.Quote(string(key)))
+		},
+		func(key, out []byte) error { return checkValue(key, out) }})
+	if r.boltCLI != "" {
+		kinds = append(kinds, oneshot{"cli", "bbolt",
+			func(key []byte, _ int) *exec.Cmd {
+				return exec.Command(r.boltCLI, "get", "--parse-format", "hex", "--format", "bytes",
+					filepath.Join(r.dir("bbolt"), boltFile), string(boltBucket), hex.EncodeToString(key))
+			},
+			func(key, out []byte) error {
+				// bbolt get prints the value and a newline.
+				v, ok := bytes.CutSuffix(out, []byte("\n"))
+				if !ok {
+					return fmt.Errorf("bbolt get: no newline after the value %q", out)
+				}
+				return checkValue(key, v)
+			}})
+	}
+	for _, e := range order {
+		kinds = append(kinds, oneshot{"oneshot", e,
+			func(_ []byte, idx int) *exec.Cmd {
+				b, _ := json.Marshal(task{Name: "oneshot", Engine: e, Dir: r.dir(e), Keys: r.c.Keys, Key: idx})
+				return exec.Command(r.exe, "-child", string(b))
+			},
+			func(_, out []byte) error {
+				if len(out) > 0 {
+					return fmt.Errorf("one-shot child printed %q", out)
+				}
+				return nil
+			}})
+	}
+	times := map[[2]string][]float64{}
+	var k [keySize]byte
+	// n = -1 is the untimed run, through GNU time when there is one: its
+	// peak resident set. A process started directly from this one would
+	// report this one's instead (the kernel carries the peak of the
+	// address space a vfork child shares into the child's at exec).
+	for n := -1; n < r.c.CLIRuns; n++ {
+		if l, ok := loadAverage(); ok && n >= 0 {
+			r.s.Load = append(r.s.Load, l)
+		}
+		for j := range kinds {
+			o := kinds[(j+max(n, 0))%len(kinds)]
+			idx := randomKey(1_000_000+round*1000+n*len(kinds)+j, r.c.Keys)
+			key := dataKey(k[:], idx)
+			cmd := o.cmd(key, idx)
+			rssFile := ""
+			if n < 0 && gnuTime != "" {
+				rssFile = filepath.Join(r.base, "bin", "maxrss")
+				cmd = exec.Command(gnuTime, append([]string{"-f", "%M", "-o", rssFile}, cmd.Args...)...)
+			}
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			start := time.Now()
+			err := cmd.Run()
+			d := time.Since(start).Seconds()
+			if err != nil {
+				return fmt.Errorf("%s %s: %v: %w: %s", o.row, o.engine, cmd.Args, err, strings.TrimSpace(stderr.String()))
+			}
+			if err := o.check(key, stdout.Bytes()); err != nil {
+				return fmt.Errorf("%s %s: %v: %w", o.row, o.engine, cmd.Args, err)
+			}
+			if rssFile != "" {
+				b, err := os.ReadFile(rssFile)
+				if err != nil {
+					return err
+				}
+				kb, err := strconv.ParseFloat(strings.TrimSpace(string(b)), 64)
+				if err != nil {
+					return fmt.Errorf("%s -f %%M: %q: %w", gnuTime, b, err)
+				}
+				r.s.Results.set(round, o.engine, o.row+".get.maxrss", kb*1024)
+			}
+			if n >= 0 {
+				id := [2]string{o.row, o.engine}
+				times[id] = append(times[id], d)
+			}
+		}
+	}
+	for id, ts := range times {
+		r.s.Results.set(round, id[1], id[0]+".get.s", median(ts))
+	}
+	if r.boltCLI == "" {
+		// The fallback: bbolt's command is the one-shot child.
+		for _, id := range []string{"get.s", "get.maxrss"} {
+			if v, ok := r.s.Results[round]["bbolt"]["oneshot."+id]; ok {
+				r.s.Results.set(round, "bbolt", "cli."+id, v)
+			}
+		}
+	}
+	r.progress("round %d: one-shot: %v", round+1, times)
+	return nil
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	v = slices.Clone(v)
+	slices.Sort(v)
+	return v[len(v)/2]
+}
+
+// loadAverage returns the machine's 1-minute load average.
+func loadAverage() (float64, bool) {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0, false
+	}
+	var l float64
+	_, err = fmt.Sscan(string(b), &l)
+	return l, err == nil
+}
+
+// dirBytes returns the bytes of the regular files under dir.
+func dirBytes(dir string) (int64, error) {
+	var n int64
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		fi, err := d.Info()
+		if err == nil {
+			n += fi.Size()
+		}
+		return err
+	})
+	return n, err
+}
+
+// reportSaved prints the report of a run saved with -json.
+func reportSaved(name, out string) error {
+	b, err := os.ReadFile(name)
+	if err != nil {
+		return err
+	}
+	var s saved
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	s.Rendered = runinfo.Collect("./cmd/openbench", ".").Commit
+	return writeReport(s, out)
+}
+
+// writeReport checks the report has every row, prints it on stdout and,
+// if out is set, writes it there too.
+func writeReport(s saved, out string) error {
+	var buf bytes.Buffer
+	report(&buf, s)
+	if _, err := os.Stdout.Write(buf.Bytes()); err != nil {
+		return err
+	}
+	if out != "" {
+		if err := os.WriteFile(out, buf.Bytes(), 0o644); err != nil {
+			return err
+		}
+	}
+	return checkReport(buf.String())
+}
