@@ -42,6 +42,7 @@ import (
 	"flag"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -334,6 +335,7 @@ func (r *runner) round(round int) error {
 		res.set(round, e, "get.cold.first.s", m["get1.s"])
 		res.set(round, e, "get.cold.first.majflt", m["get1.majflt"])
 		res.set(round, e, "get.cold.first.read", m["get1.read"])
+		res.set(round, e, "get.cold.first.pages", max(m["get1.majflt"], math.Ceil(m["get1.read"]/4096)))
 		r.progress("round %d: %s: reopen, cold: %v", round+1, e, m)
 	}
 	return nil

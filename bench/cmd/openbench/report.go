@@ -18,9 +18,14 @@ type rowDef struct {
 	// optional figures may be missing: the peak resident set of a
 	// one-shot process is measured only where GNU time is installed.
 	optional bool
-	// goal is issue 20's goal for the row, and met says whether a round
-	// meets it from kv's figure and its ratios to bbolt and pebble.
-	goal string
+	// goals are issue 20's goals for the row.
+	goals []goal
+}
+
+// goal is one of issue 20's goals: met says whether a round meets it,
+// from kv's figure and its ratios to bbolt and pebble.
+type goal struct {
+	text string
 	met  func(kv, vsBolt, vsPebble float64) bool
 }
 
@@ -30,37 +35,34 @@ func (r rowDef) has(e string) bool { return r.engines == nil || slices.Contains(
 // which way is better.
 var rows = []rowDef{
 	{id: "reopen.warm.s", what: "reopen, warm: the open's time (new process, files in the page cache) ↓", format: dur,
-		goal: "kv÷bbolt ≤ 2× and kv÷pebble ≤ 0.05× (20 times pebble's speed)",
-		met:  func(_, b, p float64) bool { return b <= 2 && p <= 0.05 }},
+		goals: []goal{
+			{"kv÷bbolt ≤ 2×", func(_, b, _ float64) bool { return b <= 2 }},
+			{"kv÷pebble ≤ 0.05× (20 times pebble's speed)", func(_, _, p float64) bool { return p <= 0.05 }},
+		}},
 	{id: "reopen.warm.rss", what: "reopen, warm: resident set (VmRSS) after the open, this program's code and runtime included ↓", format: mib,
-		goal: "kv < 30 MB",
-		met:  func(kv, _, _ float64) bool { return kv < 30e6 }},
+		goals: []goal{{"kv < 30 MB", func(kv, _, _ float64) bool { return kv < 30e6 }}}},
 	{id: "reopen.warm.rssadded", what: "reopen, warm: resident set added by the open (VmRSS after − before) ↓", format: mib},
 	{id: "reopen.warm.heap", what: "reopen, warm: Go heap in use after the open, after a GC ↓", format: mib},
 	{id: "heap.open.perkey", what: "Go heap in use after the open ÷ keys ↓", format: perKey},
 	{id: "heap.steady.perkey", what: "Go heap in use after the open, random Gets and a full scan, after a GC, ÷ keys (no write since the checkpoint) ↓", format: perKey,
-		goal: "kv < 16 B/key",
-		met:  func(kv, _, _ float64) bool { return kv < 16 }},
+		goals: []goal{{"kv < 16 B/key", func(kv, _, _ float64) bool { return kv < 16 }}}},
 	{id: "reopen.cold.s", what: "reopen, cold: the open's time ↓", format: dur},
 	{id: "reopen.cold.read", what: "reopen, cold: bytes the open read from the disk (/proc/self/io read_bytes, read-ahead included) ↓", format: mib},
 	{id: "cli.get.s", what: "one-shot command, warm: wall time of the process `kv DIR get KEY` / `bbolt get DB BUCKET KEY` ↓", format: dur, engines: []string{"kv", "bbolt"},
-		goal: "kv÷bbolt ≤ 2×",
-		met:  func(_, b, _ float64) bool { return b <= 2 }},
+		goals: []goal{{"kv÷bbolt ≤ 2×", func(_, b, _ float64) bool { return b <= 2 }}}},
 	{id: "cli.get.maxrss", what: "one-shot command: the process's peak resident set (GNU time's %M, one run) ↓", format: mib, engines: []string{"kv", "bbolt"}, optional: true},
 	{id: "oneshot.get.s", what: "one-shot child of this program, warm: read-only open, one Get, close: wall time ↓", format: dur},
 	{id: "oneshot.get.maxrss", what: "one-shot child: the process's peak resident set (GNU time's %M, one run) ↓", format: mib, optional: true},
 	{id: "get.warm.first.s", what: "first Get after a warm open ↓", format: dur},
 	{id: "get.warm.ops", what: "random Gets on 1 goroutine, warm, in a process that just opened the store: per second ↑", format: ops,
-		goal: "kv÷bbolt ≥ 3×",
-		met:  func(_, b, _ float64) bool { return b >= 3 }},
+		goals: []goal{{"kv÷bbolt ≥ 3×", func(_, b, _ float64) bool { return b >= 3 }}}},
 	{id: "get.cold.first.s", what: "first Get after a cold open ↓", format: dur},
-	{id: "get.cold.first.majflt", what: "first Get after a cold open: major page faults (pages of a mapping read from the disk) ↓", format: count,
-		goal: "kv ≤ 2 pages read",
-		met:  func(kv, _, _ float64) bool { return kv <= 2 }},
+	{id: "get.cold.first.majflt", what: "first Get after a cold open: major page faults (pages of a mapping read from the disk) ↓", format: count},
 	{id: "get.cold.first.read", what: "first Get after a cold open: bytes read from the disk (read_bytes: reads and faults, read-ahead included) ↓", format: kib},
+	{id: "get.cold.first.pages", what: "first Get after a cold open: pages read, the larger of the major faults and read bytes ÷ 4 KiB ↓", format: count,
+		goals: []goal{{"kv ≤ 2 pages", func(kv, _, _ float64) bool { return kv <= 2 }}}},
 	{id: "scan.warm.kps", what: "full scan in key order, warm: keys per second ↑", format: ops,
-		goal: "kv÷pebble ≥ 1×",
-		met:  func(_, _, p float64) bool { return p >= 1 }},
+		goals: []goal{{"kv÷pebble ≥ 1×", func(_, _, p float64) bool { return p >= 1 }}}},
 }
 
 // figure returns engine e's figure of row id in round r, or NaN.
@@ -134,7 +136,7 @@ func report(w io.Writer, s saved) {
 	fmt.Fprintln(w, "|---|---|---|---|---|")
 	for _, row := range rows {
 		var vb, vp []float64
-		met, n := 0, 0
+		met, n := make([]int, len(row.goals)), 0
 		for r := range s.Results {
 			kv := figure(s, r, "kv", row.id)
 			b, p := div(kv, figure(s, r, "bbolt", row.id)), div(kv, figure(s, r, "pebble", row.id))
@@ -145,20 +147,41 @@ func report(w io.Writer, s saved) {
 				p = math.NaN()
 			}
 			vb, vp = append(vb, b), append(vp, p)
-			if row.met != nil && !math.IsNaN(kv) {
-				n++
-				if row.met(kv, b, p) {
-					met++
+			if math.IsNaN(kv) {
+				continue
+			}
+			n++
+			for i, g := range row.goals {
+				if g.met(kv, b, p) {
+					met[i]++
 				}
 			}
 		}
 		goal, metS := "—", "—"
-		if row.goal != "" {
-			goal, metS = row.goal, fmt.Sprintf("%d of %d", met, n)
+		if len(row.goals) > 0 {
+			var gs, ms []string
+			for i, g := range row.goals {
+				gs = append(gs, g.text)
+				ms = append(ms, fmt.Sprintf("%d of %d", met[i], n))
+			}
+			goal, metS = strings.Join(gs, "; "), strings.Join(ms, "; ")
 		}
 		fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", row.id, spread(vb, ratio), spread(vp, ratio), goal, metS)
 	}
-	fmt.Fprintln(w, "\nRSS and heap are the child process's: this program links kv, bbolt and pebble, whose code and runtime are in every resident set (`reopen.warm.rssadded` leaves them out). The one-shot child is this same program, so `oneshot.get.s` pays its start-up; `cli.get.s` is each store's own command.")
+	fmt.Fprintln(w, "\nNotes:")
+	fmt.Fprintln(w, "\n- RSS and heap are the child process's: this program links kv, bbolt and pebble, whose code and runtime are in every resident set (`reopen.warm.rssadded` leaves them out). The one-shot child is this same program, so `oneshot.get.s` pays its start-up; `cli.get.s` is each store's own command.")
+	var bp []float64
+	for r := range s.Results {
+		bp = append(bp, div(figure(s, r, "bbolt", "reopen.warm.s"), figure(s, r, "pebble", "reopen.warm.s")))
+	}
+	fmt.Fprintf(w, "- For scale: bbolt's `reopen.warm.s` ÷ pebble's, in the same rounds, is %s, against the 0.05× that the goal of 20 times pebble's speed asks of kv.\n", spread(bp, ratio))
+	var read []float64
+	for r := range s.Results {
+		read = append(read, figure(s, r, "kv", "reopen.cold.read"))
+	}
+	if rd := median(slices.DeleteFunc(read, math.IsNaN)); s.Sizes["kv"] > 0 && rd >= float64(s.Sizes["kv"])/2 {
+		fmt.Fprintf(w, "- kv's cold open read %s of its %s of files (`reopen.cold.read`, median): its first Get after it had nothing left to read from the disk, so `get.cold.first.pages` says nothing yet of a Get served from the files.\n", mib(rd), mib(float64(s.Sizes["kv"])))
+	}
 }
 
 // checkReport fails unless the report has every row in both tables, with
