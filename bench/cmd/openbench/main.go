@@ -408,21 +408,14 @@ func (r *runner) oneshots(round int, order []string) error {
 		func(key []byte, _ int) *exec.Cmd {
 			return exec.Command(r.kvCLI, r.dir("kv"), "get", "--raw", strconv.Quote(string(key)))
 		},
-		func(key, out []byte) error { return checkValue(key, out) }})
+		checkValue}) // --raw: the value's bytes exactly
 	if r.boltCLI != "" {
 		kinds = append(kinds, oneshot{"cli", "bbolt",
 			func(key []byte, _ int) *exec.Cmd {
 				return exec.Command(r.boltCLI, "get", "--parse-format", "hex", "--format", "bytes",
 					filepath.Join(r.dir("bbolt"), boltFile), string(boltBucket), hex.EncodeToString(key))
 			},
-			func(key, out []byte) error {
-				// bbolt get prints the value and a newline.
-				v, ok := bytes.CutSuffix(out, []byte("\n"))
-				if !ok {
-					return fmt.Errorf("bbolt get: no newline after the value %q", out)
-				}
-				return checkValue(key, v)
-			}})
+			checkBoltOutput})
 	}
 	for _, e := range order {
 		kinds = append(kinds, oneshot{"oneshot", e,
@@ -430,12 +423,7 @@ func (r *runner) oneshots(round int, order []string) error {
 				b, _ := json.Marshal(task{Name: "oneshot", Engine: e, Dir: r.dir(e), Keys: r.c.Keys, Key: idx})
 				return exec.Command(r.exe, "-child", string(b))
 			},
-			func(_, out []byte) error {
-				if len(out) > 0 {
-					return fmt.Errorf("one-shot child printed %q", out)
-				}
-				return nil
-			}})
+			checkOneshotOutput})
 	}
 	times := map[[2]string][]float64{}
 	var k [keySize]byte
@@ -497,6 +485,25 @@ func (r *runner) oneshots(round int, order []string) error {
 		}
 	}
 	r.progress("round %d: one-shot: %v", round+1, times)
+	return nil
+}
+
+// checkBoltOutput fails unless out is what `bbolt get --format bytes`
+// prints for key: its value and a newline.
+func checkBoltOutput(key, out []byte) error {
+	v, ok := bytes.CutSuffix(out, []byte("\n"))
+	if !ok {
+		return fmt.Errorf("bbolt get: no newline after the value %q", out)
+	}
+	return checkValue(key, v)
+}
+
+// checkOneshotOutput fails unless a one-shot child printed nothing: it
+// checks its value itself and fails when it is wrong.
+func checkOneshotOutput(_, out []byte) error {
+	if len(out) > 0 {
+		return fmt.Errorf("one-shot child printed %q", out)
+	}
 	return nil
 }
 

@@ -165,6 +165,38 @@ func TestChildChecks(t *testing.T) {
 	}
 }
 
+// TestOutputChecks shows the checks of the one-shot commands' output
+// failing on a wrong value, a value cut short and, for bbolt's command,
+// a value without its newline.
+func TestOutputChecks(t *testing.T) {
+	var k [keySize]byte
+	var v [valueSize]byte
+	key := dataKey(k[:], 7)
+	good := bytes.Clone(value(v[:], key))
+	wrong := bytes.Clone(good)
+	wrong[20] ^= 1
+	for _, c := range []struct {
+		name  string
+		check func(key, out []byte) error
+		out   []byte
+		ok    bool
+	}{
+		{"kv right", checkValue, good, true},
+		{"kv wrong", checkValue, wrong, false},
+		{"kv short", checkValue, good[:valueSize-1], false},
+		{"kv with a newline", checkValue, append(bytes.Clone(good), '\n'), false},
+		{"bbolt right", checkBoltOutput, append(bytes.Clone(good), '\n'), true},
+		{"bbolt wrong", checkBoltOutput, append(bytes.Clone(wrong), '\n'), false},
+		{"bbolt no newline", checkBoltOutput, good, false},
+		{"oneshot silent", checkOneshotOutput, nil, true},
+		{"oneshot printed", checkOneshotOutput, []byte("x"), false},
+	} {
+		if err := c.check(key, c.out); (err == nil) != c.ok {
+			t.Errorf("%s: err = %v, want ok %v", c.name, err, c.ok)
+		}
+	}
+}
+
 // runChildQuiet runs a child task in this process, its JSON output
 // discarded.
 func runChildQuiet(t *testing.T, arg string) error {
