@@ -117,16 +117,19 @@ func (r results) set(round int, engine, id string, v float64) {
 
 // saved is a run as -json writes it and -report reads it.
 type saved struct {
-	Run      runinfo.Info       `json:"run"`
-	Config   config             `json:"config"`
-	ColdNote string             `json:"cold_note,omitempty"` // why the cold method is not drop_caches
-	KVCLI    string             `json:"kv_cli"`              // how the kv command was made
-	BoltCLI  string             `json:"bbolt_cli"`           // how the bbolt command was made, or why it was not
-	Sizes    map[string]int64   `json:"sizes"`               // bytes of each engine's files
-	Build    map[string]float64 `json:"build"`               // seconds each engine's build took
-	Results  results            `json:"results"`
-	Load     []float64          `json:"load"` // the 1-minute load average before each step
-	Rendered string             `json:"-"`    // the commit that rendered a saved run again
+	Run      runinfo.Info `json:"run"`
+	Config   config       `json:"config"`
+	ColdNote string       `json:"cold_note,omitempty"` // why the cold method is not drop_caches
+	KVCLI    string       `json:"kv_cli"`              // how the kv command was made
+	BoltCLI  string       `json:"bbolt_cli"`           // how the bbolt command was made, or why it was not
+	// BoltChild says bbolt's command could not be built: its cli rows
+	// are the bbolt one-shot child's.
+	BoltChild bool               `json:"bbolt_child,omitempty"`
+	Sizes     map[string]int64   `json:"sizes"` // bytes of each engine's files
+	Build     map[string]float64 `json:"build"` // seconds each engine's build took
+	Results   results            `json:"results"`
+	Load      []float64          `json:"load"` // the 1-minute load average before each step
+	Rendered  string             `json:"-"`    // the commit that rendered a saved run again
 }
 
 // runner runs one benchmark.
@@ -231,6 +234,7 @@ func (r *runner) commands(kvCLI, boltCLI string) error {
 	}
 	if err := r.buildBolt(bin); err != nil {
 		r.s.BoltCLI = fmt.Sprintf("bbolt's command (go.etcd.io/bbolt/cmd/bbolt %s) could not be built (%v): its row is this program's one-shot bbolt child (read-only open, one Get, close) instead", version, err)
+		r.s.BoltChild = true
 		r.progress("%s", r.s.BoltCLI)
 		return nil
 	}

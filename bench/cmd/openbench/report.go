@@ -169,7 +169,12 @@ func report(w io.Writer, s saved) {
 		fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", row.id, spread(vb, ratio), spread(vp, ratio), goal, metS)
 	}
 	fmt.Fprintln(w, "\nNotes:")
-	fmt.Fprintln(w, "\n- RSS and heap are the child process's: this program links kv, bbolt and pebble, whose code and runtime are in every resident set (`reopen.warm.rssadded` leaves them out). The one-shot child is this same program, so `oneshot.get.s` pays its start-up; `cli.get.s` is each store's own command.")
+	fmt.Fprint(w, "\n- RSS and heap are the child process's: this program links kv, bbolt and pebble, whose code and runtime are in every resident set (`reopen.warm.rssadded` leaves them out). The one-shot child is this same program, so `oneshot.get.s` pays its start-up; ")
+	if s.BoltChild {
+		fmt.Fprintln(w, "`cli.get.s` is kv's own command, and for bbolt the one-shot child: bbolt's command could not be built.")
+	} else {
+		fmt.Fprintln(w, "`cli.get.s` is each store's own command.")
+	}
 	var bp []float64
 	for r := range s.Results {
 		bp = append(bp, div(figure(s, r, "bbolt", "reopen.warm.s"), figure(s, r, "pebble", "reopen.warm.s")))
