@@ -65,6 +65,7 @@ func TestSnapshotCountClaim(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
+	toFrames(t, mem) // a snapshot in frames: an image's counts are checked in snapshot/image
 	b, err := vfs.ReadFile(mem, "/data/snapshot")
 	if err != nil {
 		t.Fatal(err)

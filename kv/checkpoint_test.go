@@ -8,7 +8,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/kvstore/kv/kv"
-	"github.com/kvstore/kv/snapshot"
 	"github.com/kvstore/kv/vfs"
 	"github.com/kvstore/kv/wal"
 )
@@ -69,7 +68,7 @@ func TestCheckpointCoversItsRotation(t *testing.T) {
 		t.Fatalf("Checkpoint: %v", err)
 	}
 
-	meta, err := snapshot.ReadMeta(mem, "/data")
+	meta, err := readMeta(mem, "/data")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,6 @@ import (
 	"github.com/kvstore/kv/internal/fakeclock"
 	"github.com/kvstore/kv/kv"
 	"github.com/kvstore/kv/record"
-	"github.com/kvstore/kv/snapshot"
 	"github.com/kvstore/kv/vfs"
 )
 
@@ -373,7 +372,7 @@ func TestLeaseCheckpoint(t *testing.T) {
 	if err := s.Checkpoint(); err != nil {
 		t.Fatal(err)
 	}
-	meta, err := snapshot.ReadMeta(fsys, "/data")
+	meta, err := readMeta(fsys, "/data")
 	if err != nil || meta.Leases != 2 {
 		t.Fatalf("snapshot meta %+v, %v; want 2 leases", meta, err)
 	}

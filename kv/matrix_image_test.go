@@ -51,6 +51,43 @@ func imageUnits(b []byte) []int64 {
 	return append(out, fo)
 }
 
+// imageRules adjusts the cases on the snapshot when b, its bytes, is an
+// image: an image names the part that holds the damage, and the checks
+// of Open come in an order of their own (the footer before the blocks),
+// so a refusal must name a part from the first damaged one to the last;
+// a cut or appended bytes show first at the footer, at the end of the
+// file as it now is.
+func imageRules(cs []matrixDamage, b []byte) []matrixDamage {
+	if len(b) < 8 || binary.LittleEndian.Uint16(b[6:]) != image.Version {
+		return cs
+	}
+	starts, end := snapshotUnits(b)
+	for i := range cs {
+		c := &cs[i]
+		if c.file != snapshot.Name {
+			continue
+		}
+		switch c.kind {
+		case "truncate", "garbage":
+			c.errFrom = 0
+			if c.kind == "garbage" {
+				c.first = int64(len(b)) + 100
+			}
+		case "zero-sector":
+			var s int64
+			if _, err := fmt.Sscanf(c.name, "zero "+snapshot.Name+" sector %d", &s); err != nil {
+				c.errFrom = -2 // not a name cases gives: any offset
+				continue
+			}
+			last := min(512*(s+1), int64(len(b))) - 1
+			c.first = unitEnd(starts, end, last) - 1
+		case "flip":
+			c.first = unitEnd(starts, end, c.first) - 1
+		}
+	}
+	return cs
+}
+
 // unitEnd returns the end of the unit that holds off.
 func unitEnd(starts []int64, end, off int64) int64 {
 	for _, s := range starts {
@@ -68,7 +105,7 @@ func toImage(tb testing.TB, fsys vfs.FS) {
 	var meta snapshot.Meta
 	var leases []record.Lease
 	var entries []record.Entry
-	err := snapshot.ReadLeases(fsys, "/data", func(m snapshot.Meta) error { meta = m; return nil },
+	err := image.ReadAny(fsys, "/data/"+snapshot.Name, func(m snapshot.Meta) error { meta = m; return nil },
 		func(le *record.Lease) error { leases = append(leases, *le); return nil },
 		func(e *record.Entry) error {
 			c := *e
@@ -111,30 +148,13 @@ func TestCorruptionMatrixImage(t *testing.T) {
 		t.Fatal(err)
 	}
 	d.files[snapshot.Name] = b
-	starts, end := snapshotUnits(b)
 	var cases []matrixDamage
 	for _, c := range d.cases(1) {
-		if c.file != snapshot.Name && c.file != snapshot.TmpName {
-			continue
+		if c.file == snapshot.Name || c.file == snapshot.TmpName {
+			cases = append(cases, c)
 		}
-		switch c.kind {
-		case "truncate", "garbage":
-			c.errFrom = 0
-			if c.kind == "garbage" {
-				c.first = int64(len(b)) + 100
-			}
-		case "zero-sector":
-			var s int64
-			if _, err := fmt.Sscanf(c.name, "zero "+snapshot.Name+" sector %d", &s); err != nil {
-				t.Fatal(err)
-			}
-			last := min(512*(s+1), int64(len(b))) - 1
-			c.first = unitEnd(starts, end, last) - 1
-		case "flip":
-			c.first = unitEnd(starts, end, c.first) - 1
-		}
-		cases = append(cases, c)
 	}
+	starts, _ := snapshotUnits(b)
 	res := runMatrix(t, d, cases, variant.None, 20)
 	t.Logf("image of %d bytes, units %v\n%s", len(b), starts, res)
 	for _, p := range res.problems {
@@ -145,5 +165,36 @@ func TestCorruptionMatrixImage(t *testing.T) {
 	}
 	if !strings.Contains(res.String(), string(refused)) {
 		t.Error("no case refused")
+	}
+}
+
+// readMeta returns the first record of the snapshot in dir, of any
+// version, with its entry and lease counts.
+func readMeta(fsys vfs.FS, dir string) (snapshot.Meta, error) {
+	var m snapshot.Meta
+	err := image.ReadAny(fsys, dir+"/"+snapshot.Name, func(x snapshot.Meta) error { m = x; return nil }, nil, nil)
+	return m, err
+}
+
+// toFrames rewrites the snapshot of /data (any version) in frames,
+// version 2 (1 without leases), as snapshot.WriteLeases publishes it.
+func toFrames(tb testing.TB, fsys vfs.FS) {
+	tb.Helper()
+	var meta snapshot.Meta
+	var leases []record.Lease
+	var entries []record.Entry
+	err := image.ReadAny(fsys, "/data/"+snapshot.Name, func(m snapshot.Meta) error { meta = m; return nil },
+		func(le *record.Lease) error { leases = append(leases, *le); return nil },
+		func(e *record.Entry) error {
+			c := *e
+			c.Key, c.Value = bytes.Clone(e.Key), bytes.Clone(e.Value)
+			entries = append(entries, c)
+			return nil
+		})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := snapshot.WriteLeases(fsys, "/data", meta, leases, slices.Values(ptrs(entries))); err != nil {
+		tb.Fatal(err)
 	}
 }

@@ -172,7 +172,7 @@ func prepareMatrix(tb testing.TB, lay matrixLayout) *matrixDir {
 		d.files[n] = []byte(b)
 	}
 	if lay.checkpointAt > 0 {
-		meta, err := snapshot.ReadMeta(mem, "/data")
+		meta, err := readMeta(mem, "/data")
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -416,7 +416,7 @@ func (d *matrixDir) cases(seed uint64) []matrixDamage {
 				apply: func(files map[string][]byte) { files[dup] = slices.Clone(files[name]) }})
 		}
 	}
-	return out
+	return imageRules(out, d.files[snapshot.Name])
 }
 
 func allZeroFrom(b []byte, from int64) bool {

@@ -8,7 +8,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/kvstore/kv/kv"
-	"github.com/kvstore/kv/snapshot"
 	"github.com/kvstore/kv/vfs"
 )
 
@@ -110,7 +109,7 @@ func TestOpenCheckpointPolicy(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if meta, _ := snapshot.ReadMeta(fsys, "/data"); meta.Revision != 400 {
+	if meta, _ := readMeta(fsys, "/data"); meta.Revision != 400 {
 		t.Errorf("a log shorter than CheckpointBytes: the open wrote a snapshot at revision %d", meta.Revision)
 	}
 
@@ -130,7 +129,7 @@ func TestOpenCheckpointPolicy(t *testing.T) {
 	}
 	// The open's checkpoint, which Close waited for, wrote a snapshot of
 	// everything the open replayed.
-	if meta, err := snapshot.ReadMeta(fsys, "/data"); err != nil || meta.Revision != rev {
+	if meta, err := readMeta(fsys, "/data"); err != nil || meta.Revision != rev {
 		t.Errorf("big log: snapshot %+v, %v; want one at revision %d, by the open's checkpoint", meta, err, rev)
 	}
 	s, err = kv.Open("/data", &opts)

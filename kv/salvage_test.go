@@ -191,6 +191,7 @@ func TestSalvageRefusesNonStores(t *testing.T) {
 // applies on top; the plan names the lost key range and drops no record.
 func TestRepairKeepsSnapshotEntries(t *testing.T) {
 	mem, opts := salvageStore(t)
+	toFrames(t, mem) // a snapshot in frames (an image's are in recovery's TestImageDamage)
 	name := path.Join("/data", snapshot.Name)
 	b, _ := vfs.ReadFile(mem, name)
 	rewriteFile(t, mem, name, b[:len(b)-60]) // the end frame and the last entries

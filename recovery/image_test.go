@@ -52,6 +52,36 @@ func toImage(tb testing.TB, fsys vfs.FS, dir string) {
 	}
 }
 
+// toFrames rewrites the snapshot of dir (any version) in frames, version
+// 2 (1 without leases), as snapshot.WriteLeases publishes it.
+func toFrames(tb testing.TB, fsys vfs.FS, dir string) {
+	tb.Helper()
+	var meta snapshot.Meta
+	var leases []record.Lease
+	var entries []record.Entry
+	err := image.ReadAny(fsys, path.Join(dir, snapshot.Name), func(m snapshot.Meta) error { meta = m; return nil },
+		func(le *record.Lease) error { leases = append(leases, *le); return nil },
+		func(e *record.Entry) error {
+			c := *e
+			c.Key, c.Value = bytes.Clone(e.Key), bytes.Clone(e.Value)
+			entries = append(entries, c)
+			return nil
+		})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	seq := func(yield func(*record.Entry) bool) {
+		for i := range entries {
+			if !yield(&entries[i]) {
+				return
+			}
+		}
+	}
+	if err := snapshot.WriteLeases(fsys, dir, meta, leases, seq); err != nil {
+		tb.Fatal(err)
+	}
+}
+
 // snapshotVersion returns the format version in the header of dir's
 // snapshot.
 func snapshotVersion(tb testing.TB, fsys vfs.FS, dir string) uint16 {
@@ -127,6 +157,7 @@ func leaseDir(tb testing.TB) (*vfs.MemFS, string) {
 // ReadAny leaves an image's leases out (res.Leases differs).
 func TestRecoverImage(t *testing.T) {
 	fsys, dir := leaseDir(t)
+	toFrames(t, fsys, dir)
 	if v := snapshotVersion(t, fsys, dir); v != snapshot.Version {
 		t.Fatalf("the frames snapshot is of version %d", v)
 	}

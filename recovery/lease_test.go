@@ -11,6 +11,7 @@ import (
 	"github.com/kvstore/kv/record"
 	"github.com/kvstore/kv/recovery"
 	"github.com/kvstore/kv/snapshot"
+	"github.com/kvstore/kv/snapshot/image"
 	"github.com/kvstore/kv/vfs"
 	"github.com/kvstore/kv/wal"
 )
@@ -95,7 +96,7 @@ func TestLeasesRecovered(t *testing.T) {
 	}
 	var got []record.Lease
 	var meta snapshot.Meta
-	err := snapshot.ReadLeases(fsys, dir, func(m snapshot.Meta) error { meta = m; return nil },
+	err := image.ReadAny(fsys, dir+"/"+snapshot.Name, func(m snapshot.Meta) error { meta = m; return nil },
 		func(le *record.Lease) error { got = append(got, *le); return nil }, nil)
 	if err != nil {
 		t.Fatal(err)

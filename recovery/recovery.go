@@ -448,9 +448,10 @@ func checkpoint(fsys vfs.FS, dir string, opts Options, res *Result, last wal.Seg
 
 // WriteCheckpoint is FORMAT.md's checkpoint once the log has rotated (the
 // segment meta.Covered is sealed and its successor exists durably): it
-// publishes a snapshot of entries with meta as its first record, durable
-// when Write returns (snapshot.tmp, fdatasync, rename, directory fsync),
-// and only then deletes the segments it covers from first on, and
+// publishes a snapshot of entries with meta as its first record, an
+// image (format version 3, image.Write), durable when it returns
+// (snapshot.tmp, fdatasync, rename, directory fsync), and only then
+// deletes the segments it covers from first on, and
 // returns them. A segment already gone (a checkpoint before removed it)
 // is not an error; a failure to delete one is returned after the others
 // were tried: the snapshot covers them all, so each may go on its own,
@@ -461,7 +462,7 @@ func WriteCheckpoint(fsys vfs.FS, dir string, meta snapshot.Meta, entries iter.S
 }
 
 // WriteCheckpointLeases is WriteCheckpoint of a snapshot that holds the
-// live leases too (snapshot.WriteLeases): in ascending id order, each
+// live leases too: in ascending id order, each
 // with the keys bound to it, every one of them among entries.
 func WriteCheckpointLeases(fsys vfs.FS, dir string, meta snapshot.Meta, leases []record.Lease, entries iter.Seq[*record.Entry], first wal.SegmentNum) ([]wal.SegmentNum, error) {
 	bug := variant.Of(fsys)
@@ -491,7 +492,12 @@ func WriteCheckpointLeases(fsys vfs.FS, dir string, meta snapshot.Meta, leases [
 			return deleted, err
 		}
 	}
-	if err := snapshot.WriteLeases(fsys, dir, meta, leases, entries); err != nil {
+	// The snapshot is an image (version 3), published as every snapshot
+	// is (tmp, fdatasync, rename, directory fsync: durable when Write
+	// returns), its meta frame first, naming what it covers. Its hash
+	// seed is drawn at random, so that no one can choose keys that
+	// collide in it.
+	if err := image.Write(fsys, dir, snapshot.Name, meta, leases, entries, image.Options{}); err != nil {
 		return deleted, err
 	}
 	if bug == variant.UnlinkEarly {

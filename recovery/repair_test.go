@@ -119,6 +119,9 @@ func TestRepairSnapshot(t *testing.T) {
 				t.Fatal(err)
 			}
 			res.Writer.Close()
+			// The cases are about a snapshot in frames (an image's are
+			// in TestImageDamage).
+			toFrames(t, fsys, dir)
 			// Two more records in log.000002 after the snapshot.
 			fsys.Remove(wal.SegmentPath(dir, 2))
 			writeLog(t, fsys, dir, 2, 18, ops[:2])

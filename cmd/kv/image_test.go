@@ -33,7 +33,7 @@ func TestImageSnapshotCommands(t *testing.T) {
 	}
 	var meta snapshot.Meta
 	var entries []record.Entry
-	err := snapshot.Read(vfs.OS, dir, func(m snapshot.Meta) error { meta = m; return nil }, func(e *record.Entry) error {
+	err := image.ReadAny(vfs.OS, filepath.Join(dir, snapshot.Name), func(m snapshot.Meta) error { meta = m; return nil }, nil, func(e *record.Entry) error {
 		c := *e
 		c.Key, c.Value = bytes.Clone(e.Key), bytes.Clone(e.Value)
 		entries = append(entries, c)

@@ -5,10 +5,11 @@
 // by reading a few kilobytes and serves each lookup from the page or two
 // that hold the key, straight from a mapping of the file.
 //
-// No store writes an image yet, but the readers of a data directory load
-// one: ReadAny reads a snapshot of any version (1 and 2 through package
+// A store's checkpoint writes its snapshot as an image (recovery's
+// WriteCheckpoint), and the readers of a data directory load one:
+// ReadAny reads a snapshot of any version (1 and 2 through package
 // snapshot, 3 here), ReadAnyMeta its first record, SalvageAny what of it
-// reads. Serving reads from the image is issue 20's next step.
+// reads. Serving reads from the image in place is issue 20's next step.
 //
 // # Guarantees
 //
