@@ -16,6 +16,7 @@ import (
 
 	"github.com/kvstore/kv/internal/corrupt"
 	"github.com/kvstore/kv/internal/variant"
+	"github.com/kvstore/kv/layered"
 	"github.com/kvstore/kv/record"
 	"github.com/kvstore/kv/recovery"
 	"github.com/kvstore/kv/snapshot"
@@ -55,11 +56,13 @@ type CorruptError = corrupt.Error
 // backupBuffer is the size of the buffer Backup writes through.
 const backupBuffer = 256 << 10
 
-// view returns a copy-on-write clone of the visible map, what a scan
-// reads, and a copy of its leases, of the same revision. Clone brings the
-// ordered tree up to date and copies its root, and the leases are copied
-// (as a checkpoint copies them), so writers wait for that alone.
-func (s *Store) view() (*record.Map, []record.Lease) {
+// view returns a view of the visible map, what a scan reads, and a copy
+// of its leases, of the same revision: a copy-on-write clone of the
+// changes over a handle of the image (layered.Map.Clone), which the
+// caller closes. Clone brings the ordered tree up to date and copies its
+// root, and the leases are copied (as a checkpoint copies them), so
+// writers wait for that alone.
+func (s *Store) view() (*layered.Map, []record.Lease, error) {
 	// Clone writes to the tree's copy-on-write bookkeeping, so it needs
 	// the write lock.
 	s.mu.Lock()
@@ -68,7 +71,39 @@ func (s *Store) view() (*record.Map, []record.Lease) {
 	if s.leases != nil {
 		leases = s.leases.All()
 	}
-	return s.m.Clone(), leases
+	v, err := s.m.Clone()
+	return v, leases, err
+}
+
+// entries returns the entries of seq as a sequence that cannot fail: the
+// first error stops it and is kept in *err. An encoder given it writes
+// through guard(w, err), which refuses every write once *err is set, so
+// that a scan cut short by damage never ends in a well-formed file.
+func entries(seq iter.Seq2[*record.Entry, error], err *error) iter.Seq[*record.Entry] {
+	return func(yield func(*record.Entry) bool) {
+		for e, serr := range seq {
+			if serr != nil {
+				*err = serr
+				return
+			}
+			if !yield(e) {
+				return
+			}
+		}
+	}
+}
+
+// guarded is a writer that fails once *err is set (see entries).
+type guarded struct {
+	w   io.Writer
+	err *error
+}
+
+func (g guarded) Write(p []byte) (int, error) {
+	if *g.err != nil {
+		return 0, *g.err
+	}
+	return g.w.Write(p)
 }
 
 // Backup writes a backup of the store to w: every key, and every lease
@@ -97,9 +132,18 @@ func (s *Store) Backup(w io.Writer) (Revision, error) {
 	if variant.Of(s.fs) == variant.BackupLive {
 		meta, err = s.backupLive(bw)
 	} else {
-		view, leases := s.view()
+		var view *layered.Map
+		var leases []record.Lease
+		if view, leases, err = s.view(); err != nil {
+			return 0, fmt.Errorf("kv: backup: %w", err)
+		}
+		defer view.Close()
 		meta = snapshot.Meta{Revision: view.Revision(), Count: uint64(view.Len())}
-		err = snapshot.EncodeLeases(bw, meta, leases, view.All(nil, nil))
+		var scanErr error
+		err = snapshot.EncodeLeases(guarded{bw, &scanErr}, meta, leases, entries(view.All(nil, nil), &scanErr))
+		if scanErr != nil {
+			err = scanErr
+		}
 	}
 	if err == nil {
 		err = bw.Flush()
@@ -121,7 +165,11 @@ func (s *Store) backupLive(w io.Writer) (snapshot.Meta, error) {
 	for {
 		var next *record.Entry
 		s.mu.Lock()
-		for e := range s.m.All(after, nil) {
+		for e, err := range s.m.AllStable(after, nil) {
+			if err != nil {
+				s.mu.Unlock()
+				return snapshot.Meta{}, err
+			}
 			if after != nil && bytes.Equal(e.Key, after) {
 				continue
 			}
@@ -163,8 +211,16 @@ func (s *Store) Hash() (Digest, error) {
 	if s.closed.Load() {
 		return Digest{}, ErrClosed
 	}
-	view, leases := s.view()
-	return Digest{Revision: view.Revision(), Keys: int64(view.Len()), Leases: int64(len(leases)), Hash: view.Hash()}, nil
+	view, leases, err := s.view()
+	if err != nil {
+		return Digest{}, err
+	}
+	defer view.Close()
+	h, err := view.Hash()
+	if err != nil {
+		return Digest{}, err
+	}
+	return Digest{Revision: view.Revision(), Keys: int64(view.Len()), Leases: int64(len(leases)), Hash: h}, nil
 }
 
 // ErrBackupDiffers is matched by the *DiffError that CompareBackup
@@ -207,10 +263,15 @@ func (s *Store) CompareBackup(file string) (store, backup Digest, err error) {
 	if s.closed.Load() {
 		return Digest{}, Digest{}, ErrClosed
 	}
-	view, leases := s.view()
+	view, leases, err := s.view()
+	if err != nil {
+		return Digest{}, Digest{}, err
+	}
+	defer view.Close()
 	store = Digest{Revision: view.Revision(), Keys: int64(view.Len()), Leases: int64(len(leases))}
 	h := record.NewHasher()
-	next, stop := iter.Pull(view.All(nil, nil))
+	var scanErr error
+	next, stop := iter.Pull(entries(view.AllStable(nil, nil), &scanErr))
 	defer stop()
 	cur, more := next()
 	var diff *DiffError
@@ -262,6 +323,9 @@ func (s *Store) CompareBackup(file string) (store, backup Digest, err error) {
 	for ; more; cur, more = next() {
 		differ(cur.Key, 0, "in the store, not in the backup")
 		h.Add(cur)
+	}
+	if scanErr != nil {
+		return store, backup, scanErr
 	}
 	store.Hash = h.Sum()
 	if diff != nil {

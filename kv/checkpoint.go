@@ -6,6 +6,7 @@ import (
 
 	"github.com/kvstore/kv/recovery"
 	"github.com/kvstore/kv/snapshot"
+	"github.com/kvstore/kv/snapshot/image"
 	"github.com/kvstore/kv/wal"
 )
 
@@ -20,9 +21,9 @@ func (c *committer) maybeCheckpoint() {
 	}
 }
 
-// startCheckpoint rotates the log, takes a copy-on-write clone of the map
-// and writes the snapshot in the background. Writers wait only for the
-// rotation.
+// startCheckpoint rotates the log, freezes a view of the map and writes
+// it as the next image in the background; checkpointDone swaps the image
+// in under the map. Writers wait only for the rotation.
 func (c *committer) startCheckpoint() {
 	if c.failed.Load() != nil {
 		return
@@ -51,19 +52,37 @@ func (c *committer) startCheckpoint() {
 		}
 	}
 	c.mu.Lock()
-	view := c.m.Clone()
+	view, err := c.m.Freeze()
 	leases := c.shared.leases.Clone() // the leases of the same revision
 	c.mu.Unlock()
 	c.sinceSnap = 0
 	c.ckpt = done
+	if err != nil {
+		done <- checkpointResult{covered: prev, err: err}
+		return
+	}
 	go func() {
+		defer view.Close()
 		start := time.Now()
 		// The snapshot first, durable, then the covered segments: the
 		// protocol recovery's checkpoint follows too.
 		meta := snapshot.Meta{Covered: sealed, Revision: view.Revision(), Count: uint64(view.Len())}
 		_, err := recovery.WriteCheckpointLeases(c.fs, c.dir, meta, leases.All(), view.All(nil, nil), prev+1)
 		var size int64
+		var img *image.Reader
 		if err == nil {
+			// The image just published goes under the map (see
+			// checkpointDone). One that does not open leaves the map
+			// over the image it has, which stays mapped and serves: the
+			// next checkpoint writes the whole state again.
+			var oerr error
+			if img, oerr = image.Open(c.fs, filepath.Join(c.dir, snapshot.Name)); oerr != nil {
+				c.log.Warn("checkpoint: the new snapshot does not open; the map stays over the old one", "dir", c.dir, "err", oerr)
+			} else if img.Revision() != view.Revision() {
+				c.log.Warn("checkpoint: the snapshot is not the one written", "dir", c.dir, "revision", uint64(img.Revision()))
+				img.Close()
+				img = nil
+			}
 			// For Stats only: a failed stat leaves the bytes uncounted,
 			// and says so in the log.
 			if fi, serr := c.fs.Stat(filepath.Join(c.dir, snapshot.Name)); serr == nil {
@@ -74,7 +93,7 @@ func (c *committer) startCheckpoint() {
 		}
 		c.log.Info("checkpoint", "dir", c.dir, "covered", sealed.String(), "revision", uint64(view.Revision()),
 			"keys", view.Len(), "duration", time.Since(start), "err", err)
-		done <- checkpointResult{covered: sealed, err: err, took: time.Since(start), bytes: size}
+		done <- checkpointResult{covered: sealed, err: err, took: time.Since(start), bytes: size, img: img}
 	}()
 }
 
@@ -86,12 +105,16 @@ type checkpointResult struct {
 	took    time.Duration // how long it ran
 	bytes   int64         // the snapshot's size, if it was written
 	none    bool          // nothing to write: the snapshot was up to date
+	img     *image.Reader // the snapshot written, opened, for the map
 }
 
 // checkpointDone runs in the committer when the background checkpoint
 // ends.
 func (c *committer) checkpointDone(res checkpointResult) {
 	c.ckpt = nil
+	if !res.none {
+		c.swap(res.img)
+	}
 	err := withSpaceHint(c.dir, res.err)
 	switch {
 	case err == nil && res.none:
@@ -109,6 +132,25 @@ func (c *committer) checkpointDone(res checkpointResult) {
 		ch <- err
 	}
 	c.ckptWait = nil
+}
+
+// swap puts img, the image a checkpoint wrote of the frozen view, under
+// the map: what it holds leaves memory (layered.Map.Swap). A nil img (the
+// checkpoint failed, or its image did not open) or a failed swap leaves
+// the map as it is, over its old image, and forgets the frozen view.
+func (c *committer) swap(img *image.Reader) {
+	if img == nil {
+		c.m.Thaw()
+		return
+	}
+	c.mu.Lock()
+	err := c.m.Swap(img)
+	c.mu.Unlock()
+	if err != nil {
+		c.log.Warn("checkpoint: the map stays over the old snapshot", "dir", c.dir, "err", err)
+		img.Close()
+		c.m.Thaw()
+	}
 }
 
 // checkpointAfterRecovery decides whether a store starts with a

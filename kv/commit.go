@@ -118,11 +118,18 @@ func (c *committer) apply(changes []staged, rev Revision) {
 
 func (c *committer) applyLocked(changes []staged, rev Revision) {
 	for _, ch := range changes {
+		var err error
 		if ch.e == nil {
-			c.m.DeleteLater([]byte(ch.key))
-			continue
+			err = c.m.DeleteLater([]byte(ch.key))
+		} else {
+			err = c.m.LoadLater(ch.e)
 		}
-		c.m.LoadLater(ch.e)
+		if err != nil {
+			// The image could not say whether it holds the key (a read
+			// of it failed): the change is durable in the log, but the
+			// map cannot take it. Writes stop; a reopen replays it.
+			c.failStop(fmt.Errorf("applying revision %d to the map: %w", rev, err))
+		}
 	}
 	c.m.SetRevision(rev)
 	c.applyLeases()

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kvstore/kv/layered"
 	"github.com/kvstore/kv/record"
 	"github.com/kvstore/kv/vfs"
 	"github.com/kvstore/kv/wal"
@@ -44,7 +45,7 @@ type shared struct {
 	// The visible state, what Get and Scan see: only the committer
 	// changes it, under mu, after the records are durable (under Always).
 	mu sync.RWMutex
-	m  *record.Map
+	m  *layered.Map
 
 	// failed is the first write or sync failure, set by the committer
 	// once; from then on every write returns ErrFailed.
@@ -109,6 +110,7 @@ type committer struct {
 	ckpt      chan checkpointResult    // the running background checkpoint, or nil
 	ckptWait  []chan error             // Checkpoint callers waiting for it
 	overlay   map[string]*record.Entry // changes logged but not yet visible
+	readErr   error                    // the first failed read of the image in the request being evaluated
 	scratch   scratch                  // the staged entries of the group being committed
 	mine      map[string]*record.Entry // a big transaction's own changes, while it is evaluated
 	buf       []byte                   // the group's records, encoded

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvstore/kv/layered"
 	"github.com/kvstore/kv/record"
 )
 
@@ -15,7 +16,7 @@ import (
 // testCommitter returns a committer over m that evaluates and gathers
 // but has no log: commit and checkpoints need one.
 func testCommitter(m *record.Map) *committer {
-	sh := &shared{m: m, reqs: make(chan *request, 2*maxBatch), nudge: make(chan struct{}, 1),
+	sh := &shared{m: layered.New(m, nil), reqs: make(chan *request, 2*maxBatch), nudge: make(chan struct{}, 1),
 		hist: newHistory(m.Revision(), DefaultWatchHistoryBytes)}
 	var o Options
 	return newCommitter(sh, nil, "", o.logger(), o, nil)

@@ -90,7 +90,16 @@ func (c *committer) lookup(key []byte) *record.Entry {
 		return e
 	}
 	// The committer is the map's only writer.
-	if e, ok := c.m.Lookup(key); ok {
+	e, ok, err := c.m.Lookup(key)
+	if err != nil {
+		// Damage in the image, or a read of it that failed: the request
+		// being evaluated fails with it (see take).
+		if c.readErr == nil {
+			c.readErr = err
+		}
+		return nil
+	}
+	if ok {
 		d := c.scratch.entry()
 		*d = e
 		return d
@@ -141,6 +150,15 @@ func (c *committer) take(r *request) {
 		c.takeLease(r)
 		return
 	}
+	c.readErr = nil
+	c.evaluate(r)
+}
+
+// evaluate evaluates r, a transaction, against the state the group's
+// earlier requests leave: a read of the image that fails (c.readErr)
+// fails r with that error, having staged and logged nothing of it.
+func (c *committer) evaluate(r *request) {
+	g := &c.g
 	// The keys' index slots are far apart in a big map: ask for them all
 	// before the first is needed, so that their cache misses overlap.
 	t := &r.txn
@@ -156,6 +174,9 @@ func (c *committer) take(r *request) {
 	if f := t.Fence; f != nil {
 		e := c.lookup(f.Key)
 		switch {
+		case c.readErr != nil:
+			r.err = c.readErr
+			return
 		case e == nil:
 			r.err = fmt.Errorf("%w: fence key %q does not exist (token %d)", ErrFenced, f.Key, f.Token)
 			return
@@ -184,8 +205,15 @@ func (c *committer) take(r *request) {
 	} else {
 		r.res.Reads = c.reads(t.ElseRead)
 	}
+	if c.readErr != nil {
+		r.err, r.res = c.readErr, TxnResult{}
+		return
+	}
 	if r.mustExist && c.lookup(ops[0].Key) == nil {
 		r.err = &NotFoundError{Key: bytes.Clone(ops[0].Key)}
+		if c.readErr != nil {
+			r.err = c.readErr
+		}
 		return
 	}
 	if len(ops) == 0 {
@@ -224,6 +252,10 @@ func (c *committer) take(r *request) {
 			}
 		} else {
 			old = c.lookupStaged(ops[i].Key, g.changes[mark:])
+		}
+		if c.readErr != nil {
+			err = c.readErr
+			break
 		}
 		e := c.scratch.entry()
 		var deleted bool

@@ -198,3 +198,6 @@ func toFrames(tb testing.TB, fsys vfs.FS) {
 		tb.Fatal(err)
 	}
 }
+
+// isImage reports whether b is a snapshot image (version 3).
+func isImage(b []byte) bool { return len(b) >= 8 && binary.LittleEndian.Uint16(b[6:]) == image.Version }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/kvstore/kv/recovery"
+	"github.com/kvstore/kv/snapshot/image"
 	"github.com/kvstore/kv/vfs"
 )
 
@@ -274,30 +275,48 @@ func (s *Store) close() error {
 	// goroutine of the store outlives Close.
 	s.mu.Lock()
 	s.m.Build()
+	s.m.Close() // the image: a Get in flight on it finds it closed, and the store closed
 	s.mu.Unlock()
 	s.unlock()
 	return err
 }
 
 // Get returns the entry of key, or a *NotFoundError naming the key, which
-// matches ErrNotFound; ErrClosed after Close. It
-// reads memory only and never waits for a commit in progress. Under
-// Always it returns only durable state, so a revision it returns is a
-// safe fencing token.
+// matches ErrNotFound; ErrClosed after Close. It reads the changes since
+// the last checkpoint in memory, and the snapshot's image for a key they
+// do not hold (a page or two of the mapped file, each verified on its
+// first read: damage there is an error matching ErrCorrupt, naming the
+// file and offset, and a read the disk fails one matching
+// vfs.ErrMapFault). It never waits for a commit in progress. Under Always
+// it returns only durable state, so a revision it returns is a safe
+// fencing token.
 func (s *Store) Get(key []byte) (Entry, error) {
-	if s.closed.Load() {
-		return Entry{}, ErrClosed
+	for {
+		if s.closed.Load() {
+			return Entry{}, ErrClosed
+		}
+		s.mu.RLock()
+		e, deleted, ok := s.m.Change(key)
+		base := s.m.Base()
+		hidden := s.leases.Len() > 0 && s.hidden(key) // its lease's deadline has passed
+		s.mu.RUnlock()
+		if !ok && !hidden && base != nil {
+			// The image, read outside the lock: it never changes, and
+			// the state it gives is the state when the lock was held.
+			// A checkpoint may close it meanwhile, having swapped in the
+			// next: then read again.
+			var err error
+			if e, ok, err = base.Get(key); errors.Is(err, image.ErrClosed) {
+				continue
+			} else if err != nil {
+				return Entry{}, fmt.Errorf("kv: get %q: %w", key, err)
+			}
+		}
+		if !ok || deleted || hidden {
+			return Entry{}, &NotFoundError{Key: bytes.Clone(key)}
+		}
+		return e, nil
 	}
-	s.mu.RLock()
-	e, ok := s.m.Lookup(key)
-	if ok && s.leases.Len() > 0 && s.hidden(key) {
-		ok = false // its lease's deadline has passed
-	}
-	s.mu.RUnlock()
-	if !ok {
-		return Entry{}, &NotFoundError{Key: bytes.Clone(key)}
-	}
-	return e, nil
 }
 
 // Err reports whether the store serves: ErrClosed once Close has been
@@ -380,10 +399,19 @@ func (s *Store) ScanErr(start, end []byte) iter.Seq2[Entry, error] {
 		// Clone writes to the tree's copy-on-write bookkeeping, so it needs
 		// the write lock, for as long as a pointer copy takes.
 		s.mu.Lock()
-		view := s.m.Clone()
+		view, err := s.m.Clone()
 		hide := s.dueKeys() // keys whose lease's deadline has passed
 		s.mu.Unlock()
-		for e := range view.All(start, end) {
+		if err != nil {
+			yield(Entry{}, err)
+			return
+		}
+		defer view.Close()
+		for e, err := range view.AllStable(start, end) {
+			if err != nil {
+				yield(Entry{}, fmt.Errorf("kv: scan: %w", err))
+				return
+			}
 			if hide != nil {
 				if _, ok := hide[string(e.Key)]; ok {
 					continue

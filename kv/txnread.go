@@ -2,6 +2,7 @@ package kv
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"slices"
 
@@ -116,9 +117,14 @@ func (c *committer) rangeRead(rd *Read) ReadResult {
 	// Clone writes to the tree's copy-on-write bookkeeping, which readers
 	// share: under the write lock, as Scan takes it.
 	c.mu.Lock()
-	view := c.m.Clone()
+	view, err := c.m.Clone()
 	c.mu.Unlock()
 	var res ReadResult
+	if err != nil {
+		c.readErr = cmp.Or(c.readErr, err)
+		return res
+	}
+	defer view.Close()
 	full := func() bool { return rd.Limit > 0 && len(res.Entries) == rd.Limit }
 	add := func(e *record.Entry) bool {
 		if full() {
@@ -140,7 +146,11 @@ func (c *committer) rangeRead(rd *Read) ReadResult {
 		}
 		return true
 	}
-	for e := range view.All(rd.Key, rd.End) {
+	for e, err := range view.All(rd.Key, rd.End) {
+		if err != nil {
+			c.readErr = cmp.Or(c.readErr, err)
+			return res
+		}
 		if !emit(e.Key) {
 			return res
 		}

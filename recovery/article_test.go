@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/kvstore/kv/layered"
 	"github.com/kvstore/kv/record"
 	"github.com/kvstore/kv/recovery"
 	"github.com/kvstore/kv/vfs"
@@ -52,10 +53,24 @@ func writeLog(tb testing.TB, fsys vfs.FS, dir string, seg wal.SegmentNum, first 
 	}
 }
 
-func dump(m *record.Map) map[string]string {
+// dump returns the keys and values of m, a recovered map (*layered.Map)
+// or a salvaged one (*record.Map).
+func dump(m any) map[string]string {
 	out := map[string]string{}
-	for e := range m.All(nil, nil) {
-		out[string(e.Key)] = string(e.Value)
+	switch m := m.(type) {
+	case *layered.Map:
+		for e, err := range m.All(nil, nil) {
+			if err != nil {
+				panic(err)
+			}
+			out[string(e.Key)] = string(e.Value)
+		}
+	case *record.Map:
+		for e := range m.All(nil, nil) {
+			out[string(e.Key)] = string(e.Value)
+		}
+	default:
+		panic(fmt.Sprintf("dump of a %T", m))
 	}
 	return out
 }

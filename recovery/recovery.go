@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kvstore/kv/internal/variant"
+	"github.com/kvstore/kv/layered"
 	"github.com/kvstore/kv/record"
 	"github.com/kvstore/kv/snapshot"
 	"github.com/kvstore/kv/snapshot/image"
@@ -49,7 +50,7 @@ type Options struct {
 // Result is what Recover found and did.
 type Result struct {
 	// Map is the recovered state.
-	Map *record.Map
+	Map *layered.Map
 	// Leases are the recovered leases and the keys bound to them, each
 	// with its deadline as logged (see FORMAT.md, "Leases").
 	Leases *record.Leases
@@ -113,7 +114,7 @@ func Recover(fsys vfs.FS, dir string, opts Options) (*Result, error) {
 	return recoverOnce(fsys, dir, opts)
 }
 
-func recoverOnce(fsys vfs.FS, dir string, opts Options) (*Result, error) {
+func recoverOnce(fsys vfs.FS, dir string, opts Options) (_ *Result, retErr error) {
 	start := time.Now()
 	log := opts.Logger
 	if log == nil {
@@ -121,10 +122,10 @@ func recoverOnce(fsys vfs.FS, dir string, opts Options) (*Result, error) {
 	}
 	bug := variant.Of(fsys)
 	lax := bug == variant.DoubleApply
-	res := &Result{Map: record.NewMap(), Leases: record.NewLeases()}
-	m := res.Map
-	// Loading and replaying need point lookups only: the ordered tree is
-	// built once, at the end, with the keys in order.
+	res := &Result{Leases: record.NewLeases()}
+	// Loading and replaying need point lookups only: the ordered tree of
+	// the changes is built once, at the end, with the keys in order.
+	m := record.NewMap()
 	m.Defer()
 
 	// 0. Is it a store? Nothing that is not one is read as data or
@@ -161,22 +162,31 @@ func recoverOnce(fsys vfs.FS, dir string, opts Options) (*Result, error) {
 		return nil, err
 	}
 
-	// 2. Load the snapshot, if any, verifying it whole: a snapshot of
-	// version 1 or 2 as it is decoded, an image (version 3) before any of
-	// it is loaded.
-	err = image.ReadAny(fsys, path.Join(dir, snapshot.Name),
+	// 2. The snapshot, if any: an image (version 3) is opened, its few
+	// kilobytes of layout and its leases checked, and serves the entries
+	// in place, each block verified on its first read; a snapshot of
+	// version 1 or 2 is verified whole as it is loaded into the map.
+	reserve := 0
+	base, err := image.OpenAny(fsys, path.Join(dir, snapshot.Name),
 		func(meta snapshot.Meta) error {
 			res.Snapshot = meta
 			// Size the index for the entries, but never past what the
 			// file can hold: a damaged count must not allocate.
 			if fi, err := fsys.Stat(path.Join(dir, snapshot.Name)); err == nil {
 				res.SnapshotBytes = fi.Size()
-				m.Reserve(int(min(meta.Count, uint64(fi.Size()/snapshot.MinEntrySize))))
+				reserve = int(min(meta.Count, uint64(fi.Size()/snapshot.MinEntrySize)))
 			}
 			return nil
 		},
 		func(le *record.Lease) error { return res.Leases.Load(le) },
-		func(e *record.Entry) error { m.Load(e); return nil })
+		func(e *record.Entry) error {
+			if reserve > 0 { // the first entry of a snapshot loaded whole
+				m.Reserve(reserve)
+				reserve = 0
+			}
+			m.Load(e)
+			return nil
+		})
 	switch {
 	case err == nil:
 		res.HadSnapshot = true
@@ -184,11 +194,18 @@ func recoverOnce(fsys vfs.FS, dir string, opts Options) (*Result, error) {
 	case errors.Is(err, fs.ErrNotExist):
 		m = record.NewMap()
 		m.Defer()
-		res.Map = m
 		res.Leases = record.NewLeases()
 	default:
 		return nil, err
 	}
+	res.Map = layered.New(m, base)
+	// From here on a failure closes the image.
+	defer func() {
+		if retErr != nil {
+			res.Map.Close()
+		}
+	}()
+	lm := res.Map
 	covered := res.Snapshot.Covered
 
 	// 3. Split the segments into covered ones, to delete, and the rest, to
@@ -221,7 +238,7 @@ func recoverOnce(fsys vfs.FS, dir string, opts Options) (*Result, error) {
 	// FORMAT.md, "Rotation"); logEnd checks which once both are read.
 	rd := &wal.Reader{FS: fsys, Dir: dir, MaxRecordSize: opts.WAL.MaxRecordSize}
 	infos := make([]wal.SegmentInfo, 0, len(live))
-	rp := &replayer{m: m, leases: res.Leases, lax: lax, rev: m.Revision()}
+	rp := &replayer{m: lm, leases: res.Leases, lax: lax, rev: lm.Revision()}
 	for i, s := range live {
 		newest := i == len(live)-1
 		tail := i >= len(live)-2
@@ -271,7 +288,7 @@ func recoverOnce(fsys vfs.FS, dir string, opts Options) (*Result, error) {
 		}
 		infos = append(infos, info)
 	}
-	m.BuildAsync() // the caller may use the map while its tree is built
+	lm.BuildAsync() // the caller may use the map while its tree is built
 	last, next, err := logEnd(dir, infos, marked && !lax)
 	if err != nil {
 		return nil, err
@@ -284,6 +301,17 @@ func recoverOnce(fsys vfs.FS, dir string, opts Options) (*Result, error) {
 		res.Duration = time.Since(start)
 		logSummary(log, dir, res)
 		return res, nil
+	}
+
+	// A recovery that may checkpoint reads the whole image to write the
+	// next one: it verifies it first, so that damage in it stops the
+	// recovery before anything is written, as damage in a snapshot of
+	// version 1 or 2 does. A store's recovery defers its checkpoint and
+	// leaves each block to be verified on its first read.
+	if base != nil && !opts.DeferCheckpoint {
+		if err := base.Verify(); err != nil {
+			return nil, err
+		}
 	}
 
 	// Everything is read and sound: from here on Recover writes.
@@ -457,14 +485,14 @@ func checkpoint(fsys vfs.FS, dir string, opts Options, res *Result, last wal.Seg
 // were tried: the snapshot covers them all, so each may go on its own,
 // and what is left is deleted by the next recovery (step 5). Recovery's
 // checkpoint and the store's background checkpoint both call it.
-func WriteCheckpoint(fsys vfs.FS, dir string, meta snapshot.Meta, entries iter.Seq[*record.Entry], first wal.SegmentNum) ([]wal.SegmentNum, error) {
+func WriteCheckpoint(fsys vfs.FS, dir string, meta snapshot.Meta, entries iter.Seq2[*record.Entry, error], first wal.SegmentNum) ([]wal.SegmentNum, error) {
 	return WriteCheckpointLeases(fsys, dir, meta, nil, entries, first)
 }
 
 // WriteCheckpointLeases is WriteCheckpoint of a snapshot that holds the
 // live leases too: in ascending id order, each
 // with the keys bound to it, every one of them among entries.
-func WriteCheckpointLeases(fsys vfs.FS, dir string, meta snapshot.Meta, leases []record.Lease, entries iter.Seq[*record.Entry], first wal.SegmentNum) ([]wal.SegmentNum, error) {
+func WriteCheckpointLeases(fsys vfs.FS, dir string, meta snapshot.Meta, leases []record.Lease, entries iter.Seq2[*record.Entry, error], first wal.SegmentNum) ([]wal.SegmentNum, error) {
 	bug := variant.Of(fsys)
 	covered := meta.Covered
 	if bug == variant.DoubleApply {
@@ -497,7 +525,7 @@ func WriteCheckpointLeases(fsys vfs.FS, dir string, meta snapshot.Meta, leases [
 	// returns), its meta frame first, naming what it covers. Its hash
 	// seed is drawn at random, so that no one can choose keys that
 	// collide in it.
-	if err := image.Write(fsys, dir, snapshot.Name, meta, leases, entries, image.Options{}); err != nil {
+	if err := image.WriteAll(fsys, dir, snapshot.Name, meta, leases, entries, image.Options{}); err != nil {
 		return deleted, err
 	}
 	if bug == variant.UnlinkEarly {
@@ -538,7 +566,7 @@ func logSummary(log *slog.Logger, dir string, res *Result) {
 // several cache misses at once rather than for each in turn. A record is
 // checked (decoded, its revision the next) when read, and applied later.
 type replayer struct {
-	m       *record.Map
+	m       *layered.Map
 	leases  *record.Leases
 	lax     bool            // the double-apply variant: revisions are not checked
 	rev     record.Revision // of the last record read
@@ -625,6 +653,13 @@ func (r *replayer) apply(file string, off int64, rec *record.Record) error {
 	}
 	if err == nil {
 		err = r.leases.Apply(rec)
+	}
+	if err != nil && (errors.Is(err, snapshot.ErrCorrupt) || errors.Is(err, vfs.ErrMapFault)) {
+		// The record is sound: the image it applies over is not (a block
+		// that failed its check, a read the disk failed), and the error
+		// names the image's file and offset.
+		r.failed = err
+		return r.failed
 	}
 	if err != nil {
 		r.failed = &wal.CorruptError{Err: record.ErrCorrupt, File: file, Offset: off,

@@ -71,7 +71,7 @@ func TestRevisionsContinue(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer res.Writer.Close()
-	if e, _ := res.Map.Get([]byte("c")); e == nil || string(e.Value) != "100" || e.ModRev != 18 || e.CreateRev != 1 || e.Version != 11 {
+	if e, ok, _ := res.Map.Lookup([]byte("c")); !ok || string(e.Value) != "100" || e.ModRev != 18 || e.CreateRev != 1 || e.Version != 11 {
 		t.Errorf("c = %+v, want value 100, create 1, mod 18, version 11", e)
 	}
 	if res.Map.Revision() != 18 || res.Replayed != 1 {

@@ -109,6 +109,57 @@ func ReadAny(fsys vfs.FS, name string, meta func(snapshot.Meta) error, lease fun
 	return nil
 }
 
+// OpenAny opens the snapshot in file name for a store to serve: an image
+// (version 3) is opened, not read: it is checked as Open checks it, and
+// its leases as Leases checks them, meta and lease are called (as ReadAny
+// calls them), and the Reader returned serves the entries, each block
+// verified on its first read. A snapshot of version 1 or 2 is read whole
+// and verified as ReadAny reads it, entry called for each entry, and the
+// Reader returned is nil. The errors are ReadAny's; on one, nothing is
+// left open.
+func OpenAny(fsys vfs.FS, name string, meta func(snapshot.Meta) error, lease func(*record.Lease) error, entry func(*record.Entry) error) (*Reader, error) {
+	img, err := isImage(fsys, name)
+	if err != nil {
+		return nil, err
+	}
+	if !img {
+		return nil, snapshot.ReadFileLeases(fsys, name, meta, lease, entry)
+	}
+	r, err := Open(fsys, name)
+	if err != nil {
+		if m, merr := ReadMeta(fsys, name); merr == nil && meta != nil && !errors.Is(err, vfs.ErrMapFault) {
+			if ferr := meta(m); ferr != nil {
+				return nil, ferr
+			}
+		}
+		return nil, err
+	}
+	err = func() error {
+		if meta != nil {
+			if err := meta(r.Meta()); err != nil {
+				return err
+			}
+		}
+		les, err := r.Leases()
+		if err != nil {
+			return err
+		}
+		for i := range les {
+			if lease != nil {
+				if err := lease(&les[i]); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}()
+	if err != nil {
+		r.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
 // ReadAnyMeta reads only the first record of the snapshot in file name,
 // of version 1, 2 or 3, checking that record's checksum and nothing else
 // (snapshot.ReadMeta, ReadMeta). Of an image it returns the covered

@@ -218,3 +218,45 @@ func TestIterationHoldsTheMapping(t *testing.T) {
 		t.Fatal("Close with nothing in progress did not unmap")
 	}
 }
+
+// TestCloneHoldsTheMapping checks that a clone reads on after the handle
+// it came from is closed, keeps the mapping until it is closed too, and
+// that a closed handle cannot be cloned; and Has against Get.
+func TestCloneHoldsTheMapping(t *testing.T) {
+	c := makeContent(500, func(int) int { return 30 }, false)
+	r, err := Open(vfs.OS, osFile(t, c.encode(t)))
+	must(t, err)
+	cl, err := r.Clone()
+	must(t, err)
+	must(t, r.Close())
+	must(t, r.Close()) // a second Close drops nothing more
+	if _, err := r.Clone(); !errors.Is(err, ErrClosed) {
+		t.Errorf("Clone of a closed handle: %v", err)
+	}
+	select {
+	case <-r.unmapped:
+		t.Fatal("unmapped while a clone is open")
+	default:
+	}
+	for i := range c.entries {
+		e, ok, err := cl.Get(c.entries[i].Key)
+		if !ok || err != nil || !equalEntry(e, &c.entries[i]) {
+			t.Fatalf("clone's Get %q: %v, %v", c.entries[i].Key, ok, err)
+		}
+		if ok, err := cl.Has(c.entries[i].Key); !ok || err != nil {
+			t.Fatalf("Has %q: %v, %v", c.entries[i].Key, ok, err)
+		}
+	}
+	if ok, err := cl.Has([]byte("\xffnot a key")); ok || err != nil {
+		t.Errorf("Has of a missing key: %v, %v", ok, err)
+	}
+	must(t, cl.Close())
+	select {
+	case <-r.unmapped:
+	default:
+		t.Fatal("not unmapped once the last handle closed")
+	}
+	if _, err := cl.Has(c.entries[0].Key); !errors.Is(err, ErrClosed) {
+		t.Errorf("Has after Close: %v", err)
+	}
+}

@@ -23,6 +23,14 @@ import (
 // hands out points into the view, so nothing a caller holds is touched by
 // Close (see the package doc).
 type Reader struct {
+	*mapped
+	// closed is this handle's: Close drops its reference once.
+	closed atomic.Bool
+}
+
+// mapped is what the handles of one image share (see Reader.Clone): the
+// view, its layout, the verified bits and the reference count.
+type mapped struct {
 	name string
 	m    *vfs.Mapping
 	b    []byte // m.Bytes(), kept while refs > 0
@@ -42,10 +50,9 @@ type Reader struct {
 	blockOK []atomic.Uint64 // a bit per block: verified
 	hashOK  []atomic.Uint64 // a bit per hash page: verified
 
-	// refs is 1 for the Reader itself (dropped by Close) plus 1 per call
-	// in progress; the view is released when it reaches 0.
-	refs   atomic.Int64
-	closed atomic.Bool
+	// refs is 1 per handle not closed (see Clone) plus 1 per call in
+	// progress; the view is released when it reaches 0.
+	refs atomic.Int64
 	// unmapped is closed once the view is released (for the tests).
 	unmapped chan struct{}
 }
@@ -73,7 +80,7 @@ func Open(fsys vfs.FS, name string) (*Reader, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Reader{name: name, m: m, b: m.Bytes(), unmapped: make(chan struct{})}
+	r := &Reader{mapped: &mapped{name: name, m: m, b: m.Bytes(), unmapped: make(chan struct{})}}
 	r.refs.Store(1)
 	if err := r.open(); err != nil {
 		m.Close()
@@ -294,7 +301,7 @@ func (r *Reader) acquire() error {
 }
 
 // release drops a reference; the last releases the view.
-func (r *Reader) release() {
+func (r *mapped) release() {
 	if r.refs.Add(-1) == 0 {
 		// Nothing can read the view any more: no call is in progress,
 		// and none hands out a slice of it.
@@ -313,6 +320,18 @@ func (r *Reader) Close() error {
 	}
 	r.release()
 	return nil
+}
+
+// Clone returns another handle on the same image, which keeps its view
+// mapped until the handle is closed, whatever becomes of r: a store takes
+// one for a scan, so that the scan can go on after a checkpoint closed the
+// image it started on. The handles share what they verified. It fails
+// with ErrClosed once r is closed.
+func (r *Reader) Clone() (*Reader, error) {
+	if err := r.acquire(); err != nil {
+		return nil, err
+	}
+	return &Reader{mapped: r.mapped}, nil
 }
 
 // Meta returns the image's first record (covered segment, revision) with
@@ -557,6 +576,19 @@ func (r *Reader) GetAppend(buf, key []byte) (e record.Entry, out []byte, ok bool
 	return e, buf, true, nil
 }
 
+// Has reports whether key is in the image, reading what Get reads but
+// copying nothing out.
+func (r *Reader) Has(key []byte) (ok bool, err error) {
+	if err := r.acquire(); err != nil {
+		return false, err
+	}
+	defer r.release()
+	defer r.m.CatchFault(&err)
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	_, _, ok, err = r.find(key)
+	return ok, err
+}
+
 // cursor walks the entries in key order. It copies each block it
 // reaches out of the view, once, under the fault guard, and decodes the
 // entries from its copy: a walk pays one guarded copy per block, not per
@@ -751,7 +783,7 @@ func ReadMeta(fsys vfs.FS, name string) (snapshot.Meta, error) {
 		}
 		return snapshot.Meta{}, err
 	}
-	r := &Reader{name: name, b: p[:]}
+	r := &Reader{mapped: &mapped{name: name, b: p[:]}}
 	if [6]byte(p[:6]) != magic {
 		return snapshot.Meta{}, r.corrupt(0, "bad magic")
 	}

@@ -315,7 +315,30 @@ func Encode(w io.Writer, meta snapshot.Meta, leases []record.Lease, entries iter
 // when Write returns nil, and after a crash at any point dir/name holds
 // its old or its new contents.
 func Write(fsys vfs.FS, dir, name string, meta snapshot.Meta, leases []record.Lease, entries iter.Seq[*record.Entry], opts Options) error {
+	return WriteAll(fsys, dir, name, meta, leases, func(yield func(*record.Entry, error) bool) {
+		for e := range entries {
+			if !yield(e, nil) {
+				return
+			}
+		}
+	}, opts)
+}
+
+// WriteAll is Write of entries that may fail, as a scan of a map over an
+// image does (layered.Map.All): the first error ends the write before
+// anything is published, and WriteAll returns it; dir/name keeps its old
+// contents.
+func WriteAll(fsys vfs.FS, dir, name string, meta snapshot.Meta, leases []record.Lease, entries iter.Seq2[*record.Entry, error], opts Options) error {
 	return vfs.Publish(fsys, dir, name, func(w io.Writer) error {
-		return Encode(w, meta, leases, entries, opts)
+		iw := NewWriter(w, meta, leases, opts)
+		for e, err := range entries {
+			if err != nil {
+				return err
+			}
+			if err := iw.Add(e); err != nil {
+				return err
+			}
+		}
+		return iw.Close()
 	})
 }
