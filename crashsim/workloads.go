@@ -260,6 +260,11 @@ func Workloads(n int, seed uint64) ([]Workload, error) {
 	if err != nil {
 		return nil, err
 	}
+	imgSetup, imgOps := imageSetup(n, seed)
+	imgDir, err := prepare(imgSetup, imageOptions)
+	if err != nil {
+		return nil, err
+	}
 	return []Workload{
 		{Name: "recovery", Doc: "the recovery of the article's 17 operations in one segment",
 			Dir: dataDir, Initial: articleDir, Program: recoverProgram},
@@ -279,6 +284,8 @@ func Workloads(n int, seed uint64) ([]Workload, error) {
 			Dir: dataDir, Initial: State{}, Options: neverOptions, Program: neverProgram(writes), Ops: writes},
 		{Name: "fences", Doc: fmt.Sprintf("%d transactions in waves: a lock taken, lost and retaken, fenced writes with current and stale tokens, compares with Else, and reads as promises", len(fences)),
 			Dir: dataDir, Initial: State{}, Options: smallOptions, Program: txnProgram(fences, seed), Txns: fences},
+		{Name: "image", Doc: fmt.Sprintf("%d writes in waves over a store whose snapshot is an image of %d keys, shadowing, deleting and re-creating its entries, racing background checkpoints that write and swap in the next image, while a reader reads and scans the image's keys across every swap", len(imgOps), imageKeys),
+			Dir: dataDir, Initial: imgDir, Options: imageOptions, Program: imageProgram(imgOps, seed), Ops: imgOps},
 		{Name: "leases", Doc: fmt.Sprintf("%d steps on a clock moved by hand: leases granted, keys bound, renewed, revoked, expired by the store's timer, at a write and at a reopen after a restart, and operations on ended leases refused", len(leases)),
 			Dir: dataDir, Initial: State{}, Options: leaseOptions, Program: leaseProgram(leases), Leases: leases},
 	}, nil
@@ -286,7 +293,7 @@ func Workloads(n int, seed uint64) ([]Workload, error) {
 
 // WorkloadNames lists the workloads Workloads returns.
 func WorkloadNames() []string {
-	return []string{"recovery", "torn-recovery", "torn-writes", "writes", "checkpoint", "backup", "values", "never", "fences", "leases"}
+	return []string{"recovery", "torn-recovery", "torn-writes", "writes", "checkpoint", "backup", "values", "never", "fences", "image", "leases"}
 }
 
 // valueOptions give the values workload segments that hold a few of its

@@ -297,15 +297,11 @@ func (m *Map) All(start, end []byte) iter.Seq2[*record.Entry, error] {
 	return m.all(start, end, false)
 }
 
-// AllStable is All whose entries' Key and Value all stay valid: those of
-// the image are copied, in slabs of slabSize.
+// AllStable is All whose entries' Key and Value all stay valid: the
+// image's are read through image.Reader.AllStable, a copy of each block.
 func (m *Map) AllStable(start, end []byte) iter.Seq2[*record.Entry, error] {
 	return m.all(start, end, true)
 }
-
-// slabSize is the size of the buffers AllStable copies the image's
-// entries into: one allocation per slab, not per entry.
-const slabSize = 32 << 10
 
 func (m *Map) all(start, end []byte, stable bool) iter.Seq2[*record.Entry, error] {
 	return func(yield func(*record.Entry, error) bool) {
@@ -317,12 +313,23 @@ func (m *Map) all(start, end []byte, stable bool) iter.Seq2[*record.Entry, error
 			}
 			return
 		}
+		base := m.base.All(start, end)
+		if stable {
+			base = m.base.AllStable(start, end)
+		}
+		if m.top.Len() == 0 {
+			// Nothing changed since the image: it alone.
+			for e, err := range base {
+				if !yield(e, err) || err != nil {
+					return
+				}
+			}
+			return
+		}
 		next, stop := iter.Pull(m.top.All(start, end))
 		defer stop()
 		te, tok := next()
-		var slab []byte
-		var ce record.Entry
-		for be, err := range m.base.All(start, end) {
+		for be, err := range base {
 			if err != nil {
 				yield(nil, err)
 				return
@@ -339,18 +346,6 @@ func (m *Map) all(start, end []byte, stable bool) iter.Seq2[*record.Entry, error
 				}
 				te, tok = next()
 				continue
-			}
-			if stable {
-				n := len(be.Key) + len(be.Value)
-				if cap(slab)-len(slab) < n {
-					slab = make([]byte, 0, max(slabSize, n))
-				}
-				l := len(slab)
-				slab = append(append(slab, be.Key...), be.Value...)
-				k := l + len(be.Key)
-				ce = *be
-				ce.Key, ce.Value = slab[l:k:k], slab[k:len(slab):len(slab)]
-				be = &ce
 			}
 			if !yield(be, nil) {
 				return

@@ -43,7 +43,9 @@ with a checkpoint inside it: every backup a
 crash leaves must be the map at its revision), values (values that
 hold record frames and runs of zeros), never (writes under --sync never,
 durable at each Sync), fences (transactions around a lock: fenced writes,
-stale tokens, compares, reads as promises), random (generated from
+stale tokens, compares, reads as promises), image (writes over a
+store whose snapshot is an image, racing checkpoints that swap the next
+image in, with reads across every swap), random (generated from
 --seed; a failure is shrunk to the fewest operations that still fail),
 all.
 

@@ -600,7 +600,17 @@ type cursor struct {
 	n   uint64 // the entries in block b, once loaded
 	blk []byte // a copy of block b, verified, when loaded
 	ok  bool   // blk holds block b
+	// fresh copies each block into memory of its own, which no later
+	// step overwrites (AllStable): the next free part of slab.
+	fresh bool
+	slab  []byte
 }
+
+// slabSize is the size of the buffers AllStable copies blocks into: one
+// allocation per several blocks, of the largest size the Go allocator
+// keeps in its per-size caches, so that slabs dropped are reused rather
+// than returned to the system and faulted back.
+const slabSize = 32 << 10
 
 // load copies block c.b out of the view.
 func (c *cursor) load() (err error) {
@@ -611,7 +621,16 @@ func (c *cursor) load() (err error) {
 	if err != nil {
 		return err
 	}
-	c.blk = append(c.blk[:0], blk...)
+	if c.fresh {
+		if cap(c.slab)-len(c.slab) < len(blk) {
+			c.slab = make([]byte, 0, max(slabSize, len(blk)))
+		}
+		n := len(c.slab)
+		c.slab = append(c.slab, blk...)
+		c.blk = c.slab[n:len(c.slab):len(c.slab)]
+	} else {
+		c.blk = append(c.blk[:0], blk...)
+	}
 	c.n = uint64(u16(c.blk, 8))
 	c.ok = true
 	return nil
@@ -684,13 +703,25 @@ func (c *cursor) next(e *record.Entry) (ok bool, err error) {
 // pair; entries before it were verified. An iteration in progress keeps
 // the view mapped past Close until it ends.
 func (r *Reader) All(start, end []byte) iter.Seq2[*record.Entry, error] {
+	return r.all(start, end, false)
+}
+
+// AllStable is All whose entries' Key and Value stay valid after the
+// step that yields them (the *Entry itself is still reused): each block
+// is copied into memory of its own (slabs of a few blocks), which an
+// entry held keeps alive.
+func (r *Reader) AllStable(start, end []byte) iter.Seq2[*record.Entry, error] {
+	return r.all(start, end, true)
+}
+
+func (r *Reader) all(start, end []byte, fresh bool) iter.Seq2[*record.Entry, error] {
 	return func(yield func(*record.Entry, error) bool) {
 		if err := r.acquire(); err != nil {
 			yield(nil, err)
 			return
 		}
 		defer r.release()
-		c := &cursor{r: r}
+		c := &cursor{r: r, fresh: fresh}
 		if err := c.seek(start); err != nil {
 			yield(nil, err)
 			return
