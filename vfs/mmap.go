@@ -90,6 +90,11 @@ const (
 	AdviceSequential
 	// AdviceWillNeed: start reading the range now (MADV_WILLNEED).
 	AdviceWillNeed
+	// AdvicePopulate: read the range now and map its pages, so that the
+	// reads that follow take no page fault (MADV_POPULATE_READ, Linux
+	// 5.14 and later; AdviceWillNeed where the kernel has none). A page
+	// the disk fails to read is left to fault, as without the hint.
+	AdvicePopulate
 )
 
 // Advise tells the kernel how the bytes [off, off+n) of the view will be
@@ -110,6 +115,11 @@ func (m *Mapping) Advise(off, n int64, a Advice) {
 	case AdviceSequential:
 		how = unix.MADV_SEQUENTIAL
 	case AdviceWillNeed:
+		how = unix.MADV_WILLNEED
+	case AdvicePopulate:
+		if madvPopulateRead >= 0 && unix.Madvise(m.b[start:end], madvPopulateRead) == nil {
+			return
+		}
 		how = unix.MADV_WILLNEED
 	default:
 		return

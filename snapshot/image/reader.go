@@ -176,7 +176,7 @@ func (r *Reader) open() (err error) {
 	}
 	// The section is read whole, now: ask for all of it at once, rather
 	// than a fault's read-ahead at a time.
-	r.m.Advise(int64(secOff), int64(secEnd-secOff), vfs.AdviceWillNeed)
+	r.m.Advise(int64(secOff), int64(secEnd-secOff), vfs.AdvicePopulate)
 	if crc(b[secOff:secEnd]) != u32(f, 64) {
 		return r.corrupt(secOff, "lease and block index checksum mismatch")
 	}

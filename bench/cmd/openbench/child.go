@@ -150,24 +150,29 @@ func readStore(s store, t *task) (metrics, error) {
 	}
 	m["get.ops"] = float64(done) / time.Since(start).Seconds()
 
-	count := 0
-	var prev []byte
-	start = time.Now()
-	err = s.scan(func(k, v []byte) error {
-		if count > 0 && bytes.Compare(prev, k) >= 0 {
-			return fmt.Errorf("scan: %x after %x", k, prev)
+	for _, sc := range []struct {
+		id   string
+		scan func(func(k, v []byte) error) error
+	}{{"scan.kps", s.scan}, {"scanview.kps", s.scanView}} {
+		count := 0
+		var prev []byte
+		start = time.Now()
+		err = sc.scan(func(k, v []byte) error {
+			if count > 0 && bytes.Compare(prev, k) >= 0 {
+				return fmt.Errorf("%s: %x after %x", sc.id, k, prev)
+			}
+			prev = append(prev[:0], k...)
+			count++
+			return checkValue(k, v)
+		})
+		if err != nil {
+			return nil, err
 		}
-		prev = append(prev[:0], k...)
-		count++
-		return checkValue(k, v)
-	})
-	if err != nil {
-		return nil, err
+		if count != t.Keys {
+			return nil, fmt.Errorf("%s: %d keys, want %d", sc.id, count, t.Keys)
+		}
+		m[sc.id] = float64(count) / time.Since(start).Seconds()
 	}
-	if count != t.Keys {
-		return nil, fmt.Errorf("scan: %d keys, want %d", count, t.Keys)
-	}
-	m["scan.kps"] = float64(count) / time.Since(start).Seconds()
 
 	runtime.GC()
 	var ms runtime.MemStats

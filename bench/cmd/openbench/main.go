@@ -323,6 +323,7 @@ func (r *runner) round(round int) error {
 		}
 		res.set(round, e, "get.warm.ops", m["get.ops"])
 		res.set(round, e, "scan.warm.kps", m["scan.kps"])
+		res.set(round, e, "scanview.warm.kps", m["scanview.kps"])
 		res.set(round, e, "heap.steady.perkey", m["heap"]/float64(r.c.Keys))
 		r.progress("round %d: %s: read: %v", round+1, e, m)
 	}

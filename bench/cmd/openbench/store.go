@@ -191,6 +191,11 @@ type store interface {
 	// scan calls fn with every pair in key order; the slices are valid
 	// during the call.
 	scan(fn func(key, value []byte) error) error
+	// scanView is scan through the store's fastest ordered walk whose
+	// slices are valid during the call only: kv's ScanView (its scan
+	// copies what it reads from its image, so that its entries stay
+	// valid); the peers' scan, whose slices are such views already.
+	scanView(fn func(key, value []byte) error) error
 	close() error
 }
 
@@ -244,7 +249,23 @@ func (s kvStore) scan(fn func(key, value []byte) error) error {
 	return nil
 }
 
+func (s kvStore) scanView(fn func(key, value []byte) error) error {
+	for e, err := range s.s.ScanView(nil, nil) {
+		if err != nil {
+			return err
+		}
+		if err := fn(e.Key, e.Value); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (s kvStore) close() error { return s.s.Close() }
+
+func (s *boltStore) scanView(fn func(key, value []byte) error) error { return s.scan(fn) }
+
+func (s *pebbleStore) scanView(fn func(key, value []byte) error) error { return s.scan(fn) }
 
 type boltStore struct {
 	db *bolt.DB
