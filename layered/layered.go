@@ -81,6 +81,9 @@ func (m *Map) ChangedLen() int { return m.top.Len() }
 // a key deleted since the image; ok is false when they hold nothing of
 // it, and the image decides. The entry's bytes stay valid while held.
 func (m *Map) Change(key []byte) (e record.Entry, deleted, ok bool) {
+	if m.base != nil && m.top.Len() == 0 {
+		return record.Entry{}, false, false // nothing changed since the image
+	}
 	e, ok = m.top.Lookup(key)
 	if ok && e.Version == tombstone {
 		return record.Entry{}, true, true
