@@ -128,8 +128,26 @@ func runDump(w, stderr io.Writer, s *kv.Store, o *dumpOpts) error {
 	}
 	kp := newProgress(stderr, "dump", "keys", progressDelay())
 	kp.setTotal(int64(s.Len()))
-	err := printEntries(w, s.Scan(nil, nil), o.json, func() { kp.add(1) })
+	// Each entry is printed before the next step: the scan's views need
+	// no copy. Damage in the snapshot's image stops it with an error, and
+	// the dump fails with it rather than end short as if complete.
+	var scanErr error
+	entries := func(yield func(kv.Entry) bool) {
+		for e, err := range s.ScanView(nil, nil) {
+			if err != nil {
+				scanErr = err
+				return
+			}
+			if !yield(e) {
+				return
+			}
+		}
+	}
+	err := printEntries(w, entries, o.json, func() { kp.add(1) })
 	kp.done()
+	if err == nil {
+		err = scanErr
+	}
 	if err != nil {
 		return err
 	}

@@ -45,7 +45,7 @@ scan is a read command: it never waits for the writer's lock (see "kv
 				return err
 			}
 			defer s.Close()
-			return o.Print(cmd.OutOrStdout(), s.ScanErr(start, end), start, end)
+			return o.Print(cmd.OutOrStdout(), s.ScanView(start, end), start, end) // printed at once: views need no copy
 		},
 		ValidArgsFunction: completeDirKey,
 	}
