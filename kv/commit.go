@@ -119,10 +119,12 @@ func (c *committer) apply(changes []staged, rev Revision) {
 func (c *committer) applyLocked(changes []staged, rev Revision) {
 	for _, ch := range changes {
 		var err error
+		// ch.prev is the key's state just before the change, as
+		// evaluated: the map needs no read of the image to count keys.
 		if ch.e == nil {
-			err = c.m.DeleteLater([]byte(ch.key))
+			err = c.m.DeleteLater([]byte(ch.key), ch.prev != nil)
 		} else {
-			err = c.m.LoadLater(ch.e)
+			err = c.m.LoadLater(ch.e, ch.prev != nil)
 		}
 		if err != nil {
 			// The image could not say whether it holds the key (a read

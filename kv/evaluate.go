@@ -146,11 +146,11 @@ func (c *committer) take(r *request) {
 	if g.failed {
 		return
 	}
+	c.readErr = nil
 	if r.lease != nil {
 		c.takeLease(r)
 		return
 	}
-	c.readErr = nil
 	c.evaluate(r)
 }
 

@@ -61,10 +61,19 @@ func (c *committer) takeLease(r *request) {
 			r.err = c.leaseNotFound(lr.id)
 			return
 		}
+		prevs := make([]*record.Entry, len(le.Keys))
+		for i, k := range le.Keys {
+			if prevs[i] = c.lookup(k); c.readErr != nil {
+				// The image cannot say what the key holds: the map
+				// could not apply the delete, so nothing is logged.
+				r.err = c.readErr
+				return
+			}
+		}
 		rec.Ops = make([]Op, len(le.Keys))
 		for i, k := range le.Keys {
 			rec.Ops[i] = DeleteOp(k)
-			ch := staged{key: c.scratch.key(k), ov: c.tombstone(), prev: c.lookup(k), rev: next}
+			ch := staged{key: c.scratch.key(k), ov: c.tombstone(), prev: prevs[i], rev: next}
 			g.changes = append(g.changes, ch)
 			c.overlay[ch.key] = ch.ov
 		}

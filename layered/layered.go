@@ -120,26 +120,64 @@ func (m *Map) note(key []byte) {
 // Load sets e as its key's entry (a copy), as a put does. The error is
 // the image's, when it cannot tell whether it holds the key; the map is
 // then unchanged.
-func (m *Map) Load(e *record.Entry) error { return m.put(e, false) }
-
-// LoadLater is Load leaving the ordered tree's insertion for later (see
-// record.Map.LoadLater and FlushSome).
-func (m *Map) LoadLater(e *record.Entry) error { return m.put(e, true) }
+func (m *Map) Load(e *record.Entry) error { return m.put(e, false, unknown) }
 
 // Delete removes key, as a delete does. The error is Load's.
-func (m *Map) Delete(key []byte) error { return m.del(key, false) }
+func (m *Map) Delete(key []byte) error { return m.del(key, false, unknown) }
 
-// DeleteLater is Delete leaving the ordered tree's change for later.
-func (m *Map) DeleteLater(key []byte) error { return m.del(key, true) }
+// LoadLater is Load leaving the ordered tree's insertion for later (see
+// record.Map.LoadLater and FlushSome), from a writer that knows whether
+// the key existed just before this change (it read the key's entry to
+// make e): the map then needs no read of the image to keep its count.
+func (m *Map) LoadLater(e *record.Entry, existed bool) error {
+	return m.put(e, true, knownAs(existed))
+}
 
-func (m *Map) put(e *record.Entry, later bool) error {
+// DeleteLater is Delete leaving the ordered tree's change for later, from
+// a writer that knows whether the key existed just before (LoadLater).
+// Only a delete of a key deleted and re-created since the image reads the
+// image.
+func (m *Map) DeleteLater(key []byte, existed bool) error {
+	return m.del(key, true, knownAs(existed))
+}
+
+// existence is what a writer knows of whether a key existed just before
+// its change.
+type existence int8
+
+const (
+	unknown existence = iota
+	existed
+	absent
+)
+
+func knownAs(b bool) existence {
+	if b {
+		return existed
+	}
+	return absent
+}
+
+// baseHolds reports whether the image holds key, a key the changes hold
+// nothing of: when they hold nothing, the key has not changed since the
+// image (or was created since and deleted again), so it existed just
+// before a change exactly when the image holds it; ex says that, when
+// known.
+func (m *Map) baseHolds(key []byte, ex existence) (bool, error) {
+	if ex != unknown {
+		return ex == existed, nil
+	}
+	return m.inBase(key)
+}
+
+func (m *Map) put(e *record.Entry, later bool, ex existence) error {
 	old, ok := m.top.Get(e.Key)
 	switch {
 	case ok && old.Version == tombstone:
 		m.tombs-- // a key of the image, live again
 	case ok:
 	default:
-		in, err := m.inBase(e.Key)
+		in, err := m.baseHolds(e.Key, ex)
 		if err != nil {
 			return err
 		}
@@ -156,12 +194,24 @@ func (m *Map) put(e *record.Entry, later bool) error {
 	return nil
 }
 
-func (m *Map) del(key []byte, later bool) error {
+func (m *Map) del(key []byte, later bool, ex existence) error {
 	old, ok := m.top.Get(key)
 	if ok && old.Version == tombstone {
 		return nil // deleted already
 	}
-	in, err := m.inBase(key)
+	var in bool
+	var err error
+	switch {
+	case !ok:
+		in, err = m.baseHolds(key, ex)
+	case m.base != nil && old.CreateRev <= m.base.Revision():
+		// Live since before the image's revision, without a break: the
+		// image holds it.
+		in = true
+	default:
+		// Created since the image: new, or deleted and created again.
+		in, err = m.inBase(key)
+	}
 	if err != nil {
 		return err
 	}
@@ -276,7 +326,7 @@ func (m *Map) applyOp(op *record.Op, rev record.Revision) error {
 	if err != nil {
 		return err
 	}
-	return m.Load(&m.ne)
+	return m.put(&m.ne, false, knownAs(cur != nil))
 }
 
 // hasAdd reports whether ops holds an operation other than a put or a
