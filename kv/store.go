@@ -24,9 +24,11 @@ import (
 // LockName is the lock file's name in the data directory.
 const LockName = recovery.LockName
 
-// Store is an open data directory. It keeps the whole map in memory and
-// makes every acknowledged write durable through the write-ahead log. It
-// is safe for concurrent use.
+// Store is an open data directory. It serves reads from its snapshot's
+// image, mapped from disk, under the changes since the last checkpoint,
+// which it keeps in memory (package layered), and makes every
+// acknowledged write durable through the write-ahead log. It is safe for
+// concurrent use.
 type Store struct {
 	dir  string
 	opts Options
@@ -58,8 +60,9 @@ type Store struct {
 }
 
 // Open opens the store in dir: it takes the directory's lock and runs
-// recovery. opts may be nil. It returns once the state is in memory; the
-// ordered tree behind Scan may still be building on another goroutine
+// recovery. opts may be nil. It returns once the snapshot's image is
+// open and the log since it replayed into memory; the ordered tree of
+// those changes behind Scan may still be building on another goroutine
 // (bench/README.md has its time for a million keys), and a Scan waits for
 // it.
 //

@@ -6,10 +6,12 @@
 // that hold the key, straight from a mapping of the file.
 //
 // A store's checkpoint writes its snapshot as an image (recovery's
-// WriteCheckpoint), and the readers of a data directory load one:
-// ReadAny reads a snapshot of any version (1 and 2 through package
-// snapshot, 3 here), ReadAnyMeta its first record, SalvageAny what of it
-// reads. Serving reads from the image in place is issue 20's next step.
+// WriteCheckpoint), and a store serves its reads from the image in place
+// (OpenAny, and package layered, which holds the changes since over it).
+// The readers that read every entry use ReadAny, which reads a snapshot
+// of any version (1 and 2 through package snapshot, 3 here) and verifies
+// an image whole first; ReadAnyMeta reads its first record, SalvageAny
+// what of it reads.
 //
 // # Guarantees
 //
@@ -33,7 +35,9 @@
 // Key and Value are a fresh copy, the caller's for good (after Close
 // too); GetAppend copies them into the caller's buffer; All copies each
 // block it reaches into a buffer of its own, once, and yields entries
-// from there. The copy is a
+// from there (AllStable into memory no later step reuses, so that the
+// entries stay valid; Clone gives a handle that keeps the mapping for a
+// view that outlives the Reader it came from). The copy is a
 // few nanoseconds next to the lookup, and it is what lets the store keep
 // its promise that an Entry stays valid for as long as it is held while
 // images are swapped under it, and keeps every read of the mapping (which
