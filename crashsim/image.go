@@ -114,45 +114,10 @@ func imageProgram(ops []kv.Op, seed uint64) Program {
 				runtime.Gosched()
 			}
 		}()
-		defer func() {
-			close(stop)
-			wg.Wait()
-		}()
-		rng := rand.New(rand.NewPCG(seed, 0x3a7e))
-		type inflight struct {
-			n int
-			p *kv.Pending
-		}
-		for i := 0; i < len(ops); {
-			wave := min(1+rng.IntN(8), len(ops)-i)
-			var ps []inflight
-			for range wave {
-				rec.Issue(i + 1)
-				ps = append(ps, inflight{i + 1, r.s.Submit(ops[i])})
-				i++
-			}
-			var failed error
-			for _, f := range ps {
-				rev, _, err := f.p.Wait()
-				if err != nil {
-					if failed == nil {
-						failed = fmt.Errorf("operation %d: %w", f.n, err)
-					}
-					continue
-				}
-				if failed == nil {
-					rec.AckRev(f.n, uint64(rev))
-				}
-			}
-			if failed != nil {
-				if i, err = r.reopen(failed); err != nil {
-					r.s.Close()
-					return err
-				}
-				cur.Store(r.s)
-			}
-		}
-		err = r.s.Close()
+		r.reopened = func(s *kv.Store) { cur.Store(s) }
+		err = inWaves(r, ops, seed, rec)
+		close(stop)
+		wg.Wait()
 		if readErr != nil {
 			return readErr
 		}

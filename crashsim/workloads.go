@@ -103,6 +103,8 @@ type reopener struct {
 	s    *kv.Store
 	rev0 kv.Revision // the revision before the first operation
 	n    int         // reopens so far
+	// reopened, when set, is told of each store reopen opens.
+	reopened func(*kv.Store)
 }
 
 func openReopener(dir string, opts kv.Options) (*reopener, error) {
@@ -126,6 +128,9 @@ func (r *reopener) reopen(err error) (int, error) {
 		return 0, fmt.Errorf("%w; reopening: %w", err, oerr)
 	}
 	r.s = s
+	if r.reopened != nil {
+		r.reopened(s)
+	}
 	return int(s.Revision() - r.rev0), nil
 }
 
@@ -166,41 +171,49 @@ func pipelinedProgram(ops []kv.Op, seed uint64) Program {
 		if err != nil {
 			return err
 		}
-		rng := rand.New(rand.NewPCG(seed, 0x3a7e))
-		type inflight struct {
-			n int
-			p *kv.Pending
-		}
-		for i := 0; i < len(ops); {
-			wave := min(1+rng.IntN(8), len(ops)-i)
-			var ps []inflight
-			for j := 0; j < wave; j++ {
-				rec.Issue(i + 1)
-				ps = append(ps, inflight{i + 1, r.s.Submit(ops[i])})
-				i++
-			}
-			var failed error
-			for _, f := range ps {
-				rev, _, err := f.p.Wait()
-				if err != nil {
-					if failed == nil {
-						failed = fmt.Errorf("operation %d: %w", f.n, err)
-					}
-					continue
-				}
-				if failed == nil {
-					rec.AckRev(f.n, uint64(rev))
-				}
-			}
-			if failed != nil {
-				if i, err = r.reopen(failed); err != nil {
-					r.s.Close()
-					return err
-				}
-			}
-		}
-		return r.s.Close()
+		return inWaves(r, ops, seed, rec)
 	}
+}
+
+// inWaves submits ops in waves of 1 to 8 on r's store, as
+// pipelinedProgram describes, reopening after a failed write, and closes
+// the store at the end.
+func inWaves(r *reopener, ops []kv.Op, seed uint64, rec *vfs.Recorder) error {
+	rng := rand.New(rand.NewPCG(seed, 0x3a7e))
+	type inflight struct {
+		n int
+		p *kv.Pending
+	}
+	for i := 0; i < len(ops); {
+		wave := min(1+rng.IntN(8), len(ops)-i)
+		var ps []inflight
+		for j := 0; j < wave; j++ {
+			rec.Issue(i + 1)
+			ps = append(ps, inflight{i + 1, r.s.Submit(ops[i])})
+			i++
+		}
+		var failed error
+		for _, f := range ps {
+			rev, _, err := f.p.Wait()
+			if err != nil {
+				if failed == nil {
+					failed = fmt.Errorf("operation %d: %w", f.n, err)
+				}
+				continue
+			}
+			if failed == nil {
+				rec.AckRev(f.n, uint64(rev))
+			}
+		}
+		if failed != nil {
+			var err error
+			if i, err = r.reopen(failed); err != nil {
+				r.s.Close()
+				return err
+			}
+		}
+	}
+	return r.s.Close()
 }
 
 // randomOps generates n mixed operations over a few keys, mostly adds so

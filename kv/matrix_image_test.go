@@ -98,9 +98,9 @@ func unitEnd(starts []int64, end, off int64) int64 {
 	return end
 }
 
-// toImage rewrites the snapshot of /data as an image with the same first
-// record, leases and entries, as image.Write publishes one.
-func toImage(tb testing.TB, fsys vfs.FS) {
+// readSnapshot reads the snapshot of /data (any version): its first
+// record, leases and entries (copies).
+func readSnapshot(tb testing.TB, fsys vfs.FS) (snapshot.Meta, []record.Lease, []record.Entry) {
 	tb.Helper()
 	var meta snapshot.Meta
 	var leases []record.Lease
@@ -116,6 +116,14 @@ func toImage(tb testing.TB, fsys vfs.FS) {
 	if err != nil {
 		tb.Fatal(err)
 	}
+	return meta, leases, entries
+}
+
+// toImage rewrites the snapshot of /data as an image with the same first
+// record, leases and entries, as image.Write publishes one.
+func toImage(tb testing.TB, fsys vfs.FS) {
+	tb.Helper()
+	meta, leases, entries := readSnapshot(tb, fsys)
 	if err := image.Write(fsys, "/data", snapshot.Name, meta, leases, slices.Values(ptrs(entries)), image.Options{Seed: 3}); err != nil {
 		tb.Fatal(err)
 	}
@@ -180,20 +188,7 @@ func readMeta(fsys vfs.FS, dir string) (snapshot.Meta, error) {
 // version 2 (1 without leases), as snapshot.WriteLeases publishes it.
 func toFrames(tb testing.TB, fsys vfs.FS) {
 	tb.Helper()
-	var meta snapshot.Meta
-	var leases []record.Lease
-	var entries []record.Entry
-	err := image.ReadAny(fsys, "/data/"+snapshot.Name, func(m snapshot.Meta) error { meta = m; return nil },
-		func(le *record.Lease) error { leases = append(leases, *le); return nil },
-		func(e *record.Entry) error {
-			c := *e
-			c.Key, c.Value = bytes.Clone(e.Key), bytes.Clone(e.Value)
-			entries = append(entries, c)
-			return nil
-		})
-	if err != nil {
-		tb.Fatal(err)
-	}
+	meta, leases, entries := readSnapshot(tb, fsys)
 	if err := snapshot.WriteLeases(fsys, "/data", meta, leases, slices.Values(ptrs(entries))); err != nil {
 		tb.Fatal(err)
 	}
@@ -213,18 +208,7 @@ func isImage(b []byte) bool { return len(b) >= 8 && binary.LittleEndian.Uint16(b
 // reads serve flipped values.
 func TestCorruptionMatrixImageLazy(t *testing.T) {
 	d := prepareMatrix(t, manySegments)
-	var meta snapshot.Meta
-	var entries []record.Entry
-	err := image.ReadAny(d.fs, "/data/"+snapshot.Name, func(m snapshot.Meta) error { meta = m; return nil }, nil,
-		func(e *record.Entry) error {
-			c := *e
-			c.Key, c.Value = bytes.Clone(e.Key), bytes.Clone(e.Value)
-			entries = append(entries, c)
-			return nil
-		})
-	if err != nil {
-		t.Fatal(err)
-	}
+	meta, _, entries := readSnapshot(t, d.fs)
 	for i := range 300 {
 		k, v := fmt.Sprintf("zfill%03d", i), fmt.Sprintf("filler value %03d", i)
 		entries = append(entries, record.Entry{Key: []byte(k), Value: []byte(v), CreateRev: 1, ModRev: 1, Version: 1})
