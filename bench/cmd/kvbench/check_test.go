@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"github.com/kvstore/kv/bench/internal/pagecache"
 	"slices"
 	"strings"
 	"testing"
@@ -147,7 +148,7 @@ func TestKVLogBytesPerPut(t *testing.T) {
 // TestReportRatios checks the ratio table on made-up figures: kv's figure
 // over each engine's in the same round, the median and range of those.
 func TestReportRatios(t *testing.T) {
-	c := config{Keys: 1_000_000, Batch: 1000, ReadDur: 3e9, Rounds: 2, Writers: []int{1}, Cold: coldDrop}
+	c := config{Keys: 1_000_000, Batch: 1000, ReadDur: 3e9, Rounds: 2, Writers: []int{1}, Cold: pagecache.Drop}
 	res := results{}
 	for round, v := range []struct{ kv, walmap, pebble float64 }{{200, 100, 50}, {300, 100, 100}} {
 		res.add("kv", "get1.warm.ops", round, v.kv)

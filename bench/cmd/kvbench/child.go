@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/kvstore/kv/bench/internal/pagecache"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -397,7 +398,7 @@ func coldOpen(t *task) (engine.Engine, time.Duration, int64, error) {
 	if err != nil {
 		return nil, 0, 0, err
 	}
-	if err := makeCold(t.Config, t.Dir); err != nil {
+	if err := pagecache.Make(t.Config.Cold, t.Dir); err != nil {
 		return nil, 0, 0, err
 	}
 	start := time.Now()

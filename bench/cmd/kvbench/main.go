@@ -22,6 +22,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/kvstore/kv/bench/internal/pagecache"
 	"io"
 	"os"
 	"os/exec"
@@ -47,7 +48,7 @@ type config struct {
 	ReplayRounds int           `json:"replay_rounds"`     // of the replay workload
 	Writers      []int         `json:"writers"`           // concurrent writers of the put workload
 	NoLoad       bool          `json:"no_load,omitempty"` // skip load, reopen, gets, scan and mixed
-	Cold         string        `json:"cold"`              // how a cold open drops the page cache: coldDrop or coldFadvise
+	Cold         string        `json:"cold"`              // how a cold open drops the page cache: pagecache.Drop or pagecache.Fadvise
 }
 
 func main() {
@@ -115,7 +116,7 @@ func main() {
 		c.Writers = append(c.Writers, n)
 	}
 	c.NoLoad = *noLoad
-	method, note, err := coldMethod(*cold)
+	method, note, err := pagecache.Method(*cold)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "kvbench:", err)
 		os.Exit(2)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/kvstore/kv/bench/internal/pagecache"
 	"io"
 	"math"
 	"slices"
@@ -259,7 +260,7 @@ func report(w io.Writer, s saved) {
 	if s.Rendered != "" {
 		fmt.Fprintf(w, "- rendered: from the run's JSON with `-report`, at commit %s (the figures are the run's; the labels and layout are this commit's)\n", s.Rendered)
 	}
-	fmt.Fprintf(w, "- cold: %s", coldLabel(c.Cold))
+	fmt.Fprintf(w, "- cold: %s", pagecache.Label(c.Cold))
 	if s.ColdNote != "" {
 		fmt.Fprintf(w, " (%s)", s.ColdNote)
 	}

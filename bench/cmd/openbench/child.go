@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/kvstore/kv/bench/internal/pagecache"
 	"os"
 	"runtime"
 	"strconv"
@@ -60,7 +61,7 @@ func runChild(arg string) error {
 // bytes read from the disk.
 func childReopen(t *task) (metrics, error) {
 	if t.Cold != "" {
-		if err := makeCold(t.Cold, t.Dir); err != nil {
+		if err := pagecache.Make(t.Cold, t.Dir); err != nil {
 			return nil, err
 		}
 	}

@@ -41,6 +41,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/kvstore/kv/bench/internal/pagecache"
 	"io/fs"
 	"math"
 	"os"
@@ -95,7 +96,7 @@ func main() {
 			c = shortConfig()
 		}
 		var note string
-		if c.Cold, note, err = coldMethod(*cold); err == nil {
+		if c.Cold, note, err = pagecache.Method(*cold); err == nil {
 			err = run(c, note, *dir, *kvCLI, *boltCLI, *out, *save)
 		}
 	}
@@ -356,7 +357,7 @@ func (r *runner) warm(e string) error {
 	if r.boltCLI != "" {
 		paths = append(paths, r.boltCLI)
 	}
-	return warm(paths...)
+	return pagecache.Warm(paths...)
 }
 
 // child runs t in a new process of this program and returns its figures.

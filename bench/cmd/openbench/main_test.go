@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/kvstore/kv/bench/internal/pagecache"
 	"os"
 	"path/filepath"
 	"strings"
@@ -31,7 +32,7 @@ func TestShort(t *testing.T) {
 	dir := t.TempDir()
 	out, save := filepath.Join(dir, "out.md"), filepath.Join(dir, "out.json")
 	c := shortConfig()
-	c.Cold = coldFadvise
+	c.Cold = pagecache.Fadvise
 	if err := run(c, "", filepath.Join(dir, "stores"), "", "", out, save); err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"github.com/kvstore/kv/bench/internal/pagecache"
 	"io"
 	"math"
 	"slices"
@@ -98,7 +99,7 @@ func report(w io.Writer, s saved) {
 	if s.Rendered != "" {
 		fmt.Fprintf(w, "- rendered: from the run's JSON with `-report`, at commit %s (the figures are the run's)\n", s.Rendered)
 	}
-	cold := coldLabel(c.Cold)
+	cold := pagecache.Label(c.Cold)
 	if s.ColdNote != "" {
 		cold += " (" + s.ColdNote + ")"
 	}

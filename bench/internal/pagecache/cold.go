@@ -1,4 +1,4 @@
-package main
+package pagecache
 
 import (
 	"errors"
@@ -11,28 +11,28 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// How a cold open empties the page cache (config.Cold).
+// How a cold open empties the page cache: the methods Method resolves.
 const (
-	// coldDrop writes back every dirty page of the machine (sync(2)) and
+	// Drop writes back every dirty page of the machine (sync(2)) and
 	// drops the whole page cache (echo 3 > /proc/sys/vm/drop_caches): the
 	// state after a reboot, for every engine alike. It needs root.
-	coldDrop = "drop"
-	// coldFadvise fdatasyncs each of the store's files and drops it from
+	Drop = "drop"
+	// Fadvise fdatasyncs each of the store's files and drops it from
 	// the page cache with posix_fadvise(DONTNEED): the store's own files
 	// only, which leaves the machine's other caches (directories, inodes)
 	// warm.
-	coldFadvise = "fadvise"
+	Fadvise = "fadvise"
 )
 
 const dropCaches = "/proc/sys/vm/drop_caches"
 
-// coldMethod resolves the -cold flag. "auto" is drop when this process
+// Method resolves a -cold flag. "auto" is drop when this process
 // may write drop_caches (it tries, which empties the page cache once),
 // and fadvise otherwise, with a note saying why, which the report prints.
-func coldMethod(flag string) (method, note string, err error) {
+func Method(flag string) (method, note string, err error) {
 	switch flag {
-	case coldDrop, coldFadvise:
-		if flag == coldDrop {
+	case Drop, Fadvise:
+		if flag == Drop {
 			if err := dropPageCache(); err != nil {
 				return "", "", fmt.Errorf("-cold drop: %w", err)
 			}
@@ -40,9 +40,9 @@ func coldMethod(flag string) (method, note string, err error) {
 		return flag, "", nil
 	case "auto":
 		if err := dropPageCache(); err != nil {
-			return coldFadvise, fmt.Sprintf("cold opens use posix_fadvise(DONTNEED) on the store's files, not drop_caches: %v", err), nil
+			return Fadvise, fmt.Sprintf("cold opens use posix_fadvise(DONTNEED) on the store's files, not drop_caches: %v", err), nil
 		}
-		return coldDrop, "", nil
+		return Drop, "", nil
 	}
 	return "", "", fmt.Errorf("-cold %q: want drop, fadvise or auto", flag)
 }
@@ -66,13 +66,13 @@ func dropPageCache() error {
 	return nil
 }
 
-// makeCold empties the page cache of the store in dir by the run's
-// method. After a drop it reads this program's own executable back, so
+// Make empties the page cache of the store in dir by method (Drop or
+// Fadvise). After a drop it reads this program's own executable back, so
 // that a cold open pays for the store's files and not for paging in the
 // benchmark's code (which holds every engine).
-func makeCold(c config, dir string) error {
-	switch c.Cold {
-	case coldDrop:
+func Make(method, dir string) error {
+	switch method {
+	case Drop:
 		if err := dropPageCache(); err != nil {
 			return err
 		}
@@ -80,17 +80,11 @@ func makeCold(c config, dir string) error {
 		if err != nil {
 			return err
 		}
-		f, err := os.Open(exe)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		_, err = io.Copy(io.Discard, f)
-		return err
-	case coldFadvise:
+		return readAll(exe)
+	case Fadvise:
 		return evict(dir)
 	}
-	return errors.New("no cold method in the task's configuration")
+	return errors.New("no cold method given")
 }
 
 // evict syncs every file under dir and drops it from the page cache, so
@@ -114,13 +108,41 @@ func evict(dir string) error {
 	})
 }
 
-// coldLabel says in words how cold opens were made, for the report.
-func coldLabel(method string) string {
+// Label says in words how cold opens were made, for the report.
+func Label(method string) string {
 	switch method {
-	case coldDrop:
-		return "the whole page cache dropped (`sync; echo 3 > /proc/sys/vm/drop_caches`) right before the open, in the process that opens"
-	case coldFadvise:
+	case Drop:
+		return "the whole page cache dropped (`sync; echo 3 > /proc/sys/vm/drop_caches`) right before the open, in the process that opens, which then reads its own executable back"
+	case Fadvise:
 		return "the store's own files fdatasynced and dropped from the page cache (`posix_fadvise(DONTNEED)`) right before the open; drop_caches was not used"
 	}
 	return "unknown (" + method + ")"
+}
+
+// Warm reads every file under each path (a file or a directory) once,
+// so that the page cache holds them: the warm state, after a cold step
+// may have dropped them.
+func Warm(paths ...string) error {
+	for _, p := range paths {
+		err := filepath.WalkDir(p, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || !d.Type().IsRegular() {
+				return err
+			}
+			return readAll(p)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func readAll(name string) error {
+	f, err := os.Open(name)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = io.Copy(io.Discard, f)
+	return err
 }
