@@ -2,6 +2,7 @@ package wal_test
 
 import (
 	"errors"
+	"slices"
 	"syscall"
 	"testing"
 
@@ -68,5 +69,36 @@ func TestReserveFullDisk(t *testing.T) {
 				t.Errorf("scan: %+v, %v; want %d records", info, err, written/len(payload))
 			}
 		})
+	}
+}
+
+// TestReserveSteps: a segment's reservation starts at 64 KiB and doubles
+// up to Options.Preallocate, then grows by it: an open scans the newest
+// segment to its end, so a new segment (a checkpoint's, a short-lived
+// process's) must not start with a megabyte of zeros.
+func TestReserveSteps(t *testing.T) {
+	mem := newFS(t)
+	w, err := wal.Create(mem, testDir, 1, wal.Options{Preallocate: 1 << 20, SegmentSize: 64 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	var sizes []int64
+	payload := make([]byte, 4000)
+	for range 1000 {
+		if _, err := w.Append(payload); err != nil {
+			t.Fatal(err)
+		}
+		fi, err := mem.Stat(wal.SegmentPath(testDir, 1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := len(sizes); n == 0 || sizes[n-1] != fi.Size() {
+			sizes = append(sizes, fi.Size())
+		}
+	}
+	want := []int64{64 << 10, 128 << 10, 256 << 10, 512 << 10, 1 << 20, 2 << 20, 3 << 20, 4 << 20}
+	if len(sizes) < len(want) || !slices.Equal(sizes[:len(want)], want) {
+		t.Fatalf("the segment's sizes as it grew: %v, want %v first", sizes, want)
 	}
 }

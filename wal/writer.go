@@ -258,7 +258,7 @@ func (w *Writer) writeHeader() error {
 }
 
 // reserve preallocates space so that the file covers end, in steps of
-// Options.Preallocate. The space reserved past end is a look-ahead, and
+// Options.Preallocate (smaller at first, see below). The space reserved past end is a look-ahead, and
 // never more than half the file system's free space (when it can tell):
 // a step of a megabyte is half of a 2 MiB disk. When even that does not
 // fit (ENOSPC), it reserves only up to end: the disk is full once the
@@ -268,6 +268,13 @@ func (w *Writer) reserve(end int64) error {
 	if step <= 0 || end <= w.alloc {
 		return nil
 	}
+	// A segment's first steps are smaller, each the size of what it
+	// reserved before, from firstReserve up to Options.Preallocate: every
+	// open scans the newest segment to its end (rule 1), and a checkpoint
+	// starts one, so a reopen after it, or a short-lived process, reads
+	// and zeroes 64 KiB where it would read a megabyte; a busy writer
+	// reaches full steps within a few.
+	step = min(step, max(firstReserve, w.alloc))
 	need := end - w.alloc
 	n := (need + step - 1) / step * step
 	if free, ok := vfs.FreeSpace(w.fsys, w.dir); ok && n > need {
@@ -293,6 +300,9 @@ func (w *Writer) reserve(end int64) error {
 	w.alloc += n
 	return nil
 }
+
+// firstReserve is the first step of a segment's reservation (reserve).
+const firstReserve = 64 << 10
 
 // zeros is the source of writeZeros; it is never written.
 var zeros [1 << 20]byte
