@@ -23,7 +23,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"encoding/binary"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -37,6 +36,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/kvstore/kv/bench/internal/dataset"
 
 	"golang.org/x/sys/unix"
 
@@ -52,42 +53,9 @@ import (
 // The data set, as kvbench's (cmd/kvbench/data.go: dataKey and value at
 // generation 0).
 const (
-	keySize   = 16
-	valueSize = 100
+	keySize   = dataset.KeySize
+	valueSize = dataset.ValueSize
 )
-
-func splitmix64(x uint64) uint64 {
-	x += 0x9e3779b97f4a7c15
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
-	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
-	return x ^ (x >> 31)
-}
-
-func dataKey(k []byte, i int) []byte {
-	k = k[:keySize]
-	binary.BigEndian.PutUint64(k[0:], splitmix64(uint64(i)))
-	binary.BigEndian.PutUint64(k[8:], splitmix64(uint64(i)^0x5bd1e995))
-	return k
-}
-
-func value(v, key []byte) []byte {
-	v = v[:valueSize]
-	copy(v, key)
-	binary.LittleEndian.PutUint64(v[keySize:], 0)
-	for i := keySize + 8; i < valueSize; i++ {
-		v[i] = byte('a' + uint64(i)%26)
-	}
-	return v
-}
-
-// checkValue fails unless v is the data set's value of key.
-func checkValue(key, v []byte) error {
-	var want [valueSize]byte
-	if !bytes.Equal(v, value(want[:], key)) {
-		return fmt.Errorf("key %x: wrong value %q", key, v)
-	}
-	return nil
-}
 
 // engines are the stores compared, in the order of the report.
 var engines = []string{"image", "bbolt", "kv", "pebble"}
@@ -257,7 +225,7 @@ func build(e, dir string, keys int) error {
 	case "image":
 		ks := make([]byte, keys*keySize)
 		for i := range keys {
-			dataKey(ks[i*keySize:], i)
+			dataset.Key(ks[i*keySize:], i)
 		}
 		idx := make([]int32, keys)
 		for i := range idx {
@@ -271,7 +239,7 @@ func build(e, dir string, keys int) error {
 			var en record.Entry
 			for n, i := range idx {
 				k := ks[int(i)*keySize : int(i+1)*keySize]
-				en = record.Entry{Key: k, Value: value(v[:], k), CreateRev: record.Revision(n + 1), ModRev: record.Revision(n + 1), Version: 1}
+				en = record.Entry{Key: k, Value: dataset.Value(v[:], k, 0), CreateRev: record.Revision(n + 1), ModRev: record.Revision(n + 1), Version: 1}
 				if !yield(&en) {
 					return
 				}
@@ -320,9 +288,9 @@ func load(keys int, put func(ks, vs [][]byte) error) error {
 	for lo := 0; lo < keys; lo += batch {
 		ks, vs = ks[:0], vs[:0]
 		for i := lo; i < min(lo+batch, keys); i++ {
-			k := dataKey(make([]byte, keySize), i)
+			k := dataset.Key(make([]byte, keySize), i)
 			ks = append(ks, k)
-			vs = append(vs, value(make([]byte, valueSize), k))
+			vs = append(vs, dataset.Value(make([]byte, valueSize), k, 0))
 		}
 		if err := put(ks, vs); err != nil {
 			return err
@@ -432,12 +400,12 @@ func runChild(arg string) error {
 	m["open.hwm"] = procStatus("VmHWM")
 
 	var k [keySize]byte
-	key := func(n int) []byte { return dataKey(k[:], int(splitmix64(uint64(n)^0xfeed)%uint64(t.Keys))) }
+	key := func(n int) []byte { return dataset.Key(k[:], dataset.Pick(n, t.Keys)) }
 	faults0 = majorFaults()
 	start = time.Now()
 	v, err := r.get(key(0))
 	if err == nil {
-		err = checkValue(key(0), v)
+		err = dataset.CheckAt(key(0), v, 0)
 	}
 	if err != nil {
 		return err
@@ -461,7 +429,7 @@ func runChild(arg string) error {
 					return err
 				}
 				if n%64 == 0 {
-					if err := checkValue(kk, v); err != nil {
+					if err := dataset.CheckAt(kk, v, 0); err != nil {
 						return err
 					}
 				}
@@ -479,7 +447,7 @@ func runChild(arg string) error {
 			}
 			prev = append(prev[:0], k...)
 			count++
-			return checkValue(k, v)
+			return dataset.CheckAt(k, v, 0)
 		})
 		if err != nil {
 			return err

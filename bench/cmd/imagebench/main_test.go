@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kvstore/kv/bench/internal/dataset"
 )
 
 // TestMain lets the test binary serve as the benchmark's child process.
@@ -61,13 +63,13 @@ func TestChildChecks(t *testing.T) {
 	}
 	var k [keySize]byte
 	var v [valueSize]byte
-	key := dataKey(k[:], 3)
-	wrong := bytes.Clone(value(v[:], key))
+	key := dataset.Key(k[:], 3)
+	wrong := bytes.Clone(dataset.Value(v[:], key, 0))
 	wrong[valueSize-1] ^= 1
-	if err := checkValue(key, wrong); err == nil {
+	if err := dataset.CheckAt(key, wrong, 0); err == nil {
 		t.Errorf("a wrong value passed checkValue")
 	}
-	if err := checkValue(key, value(v[:], key)); err != nil {
+	if err := dataset.CheckAt(key, dataset.Value(v[:], key, 0), 0); err != nil {
 		t.Errorf("the right value failed: %v", err)
 	}
 }

@@ -2,10 +2,12 @@ package main
 
 import (
 	"bytes"
-	"github.com/kvstore/kv/bench/internal/pagecache"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/kvstore/kv/bench/internal/dataset"
+	"github.com/kvstore/kv/bench/internal/pagecache"
 
 	"github.com/kvstore/kv/bench/engine"
 )
@@ -85,16 +87,16 @@ func TestChecksCatchBugs(t *testing.T) {
 			e := &fakeEngine{m: map[string][]byte{}, bug: tc.bug}
 			k, v := make([]byte, keySize), make([]byte, valueSize)
 			for i := range n {
-				dataKey(k, i)
-				e.Put(k, value(v, k, 0))
+				dataset.Key(k, i)
+				e.Put(k, dataset.Value(v, k, 0))
 			}
 			for i := range n {
-				dataKey(k, i)
-				e.Put(k, value(v, k, 1))
+				dataset.Key(k, i)
+				e.Put(k, dataset.Value(v, k, 1))
 			}
 			var err error
 			for i := 0; i < n && err == nil; i++ {
-				err = expectGen(e, dataKey(k, i), 1)
+				err = expectGen(e, dataset.Key(k, i), 1)
 			}
 			if err == nil {
 				err = checkScan(e, n)
@@ -113,15 +115,15 @@ func TestChecksCatchBugs(t *testing.T) {
 
 func TestValue(t *testing.T) {
 	k, v := make([]byte, keySize), make([]byte, valueSize)
-	dataKey(k, 42)
-	if gen, err := checkValue(k, value(v, k, 7)); err != nil || gen != 7 {
-		t.Fatalf("checkValue(value(gen 7)) = %d, %v", gen, err)
+	dataset.Key(k, 42)
+	if gen, err := dataset.Check(k, dataset.Value(v, k, 7)); err != nil || gen != 7 {
+		t.Fatalf("dataset.Check(dataset.Value(gen 7)) = %d, %v", gen, err)
 	}
-	other := dataKey(make([]byte, keySize), 43)
-	if _, err := checkValue(other, v); err == nil {
+	other := dataset.Key(make([]byte, keySize), 43)
+	if _, err := dataset.Check(other, v); err == nil {
 		t.Fatal("another key's value passed")
 	}
-	if _, err := checkValue(k, v[:99]); err == nil {
+	if _, err := dataset.Check(k, v[:99]); err == nil {
 		t.Fatal("a short value passed")
 	}
 }
@@ -130,7 +132,7 @@ func TestDataKeysDistinct(t *testing.T) {
 	seen := map[string]bool{}
 	k := make([]byte, keySize)
 	for i := range 100_000 {
-		s := string(dataKey(k, i))
+		s := string(dataset.Key(k, i))
 		if seen[s] {
 			t.Fatalf("key %d repeats", i)
 		}

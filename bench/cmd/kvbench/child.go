@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/kvstore/kv/bench/internal/pagecache"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -14,6 +13,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/kvstore/kv/bench/internal/dataset"
+	"github.com/kvstore/kv/bench/internal/pagecache"
 
 	"golang.org/x/sys/unix"
 
@@ -114,7 +116,7 @@ func childPuts(t *task, res *result) error {
 					break
 				}
 				putKey(k, w, i%perWriter)
-				if err := e.Put(k, value(v, k, uint64(i))); err != nil {
+				if err := e.Put(k, dataset.Value(v, k, uint64(i))); err != nil {
 					errs[w] = err
 					break
 				}
@@ -149,7 +151,7 @@ func childPuts(t *task, res *result) error {
 		next := make([]int, t.Writers) // the next i expected from each writer
 		var bad error
 		count, err := raw.ReadBack(keySize, valueSize, func(key, v []byte) bool {
-			gen, err := checkValue(key, v)
+			gen, err := dataset.Check(key, v)
 			if err != nil {
 				bad = err
 				return false
@@ -217,7 +219,7 @@ func groupSize(e engine.Engine) (float64, bool) {
 func expectGen(e engine.Engine, key []byte, gen uint64) error {
 	var got uint64
 	var verr error
-	err := e.Get(key, func(v []byte) { got, verr = checkValue(key, v) })
+	err := e.Get(key, func(v []byte) { got, verr = dataset.Check(key, v) })
 	if err != nil {
 		return fmt.Errorf("get %x: %w", key, err)
 	}
@@ -248,7 +250,7 @@ func timedScan(e engine.Engine, want int) (time.Duration, error) {
 			bad = fmt.Errorf("scan out of order: %x after %x", key, prev)
 			return false
 		}
-		if _, err := checkValue(key, v); err != nil {
+		if _, err := dataset.Check(key, v); err != nil {
 			bad = fmt.Errorf("scan: %w", err)
 			return false
 		}
@@ -281,8 +283,8 @@ func fillBatch(keys, values [][]byte, lo, hi int, gen uint64) ([][]byte, [][]byt
 				keys[j], values[j] = make([]byte, keySize), make([]byte, valueSize)
 			}
 		}
-		dataKey(keys[j], i)
-		value(values[j], keys[j], gen)
+		dataset.Key(keys[j], i)
+		dataset.Value(values[j], keys[j], gen)
 	}
 	return keys, values
 }
@@ -353,7 +355,7 @@ func checkSample(e engine.Engine, keys int, gen uint64) error {
 	r := rand.New(rand.NewPCG(8, 9))
 	k := make([]byte, keySize)
 	for range 1000 {
-		if err := expectGen(e, dataKey(k, r.IntN(keys)), gen); err != nil {
+		if err := expectGen(e, dataset.Key(k, r.IntN(keys)), gen); err != nil {
 			return err
 		}
 	}
@@ -371,11 +373,11 @@ func checkRawLoad(t *task) error {
 	i := 0
 	var bad error
 	count, err := e.(*engine.Raw).ReadBack(keySize, valueSize, func(key, v []byte) bool {
-		if !bytes.Equal(key, dataKey(k, i)) {
+		if !bytes.Equal(key, dataset.Key(k, i)) {
 			bad = fmt.Errorf("raw record %d has key %x, want %x", i, key, k)
 			return false
 		}
-		if _, bad = checkValue(key, v); bad != nil {
+		if _, bad = dataset.Check(key, v); bad != nil {
 			return false
 		}
 		i++
@@ -531,13 +533,13 @@ func randomGets(e engine.Engine, g, keys int, d time.Duration) (float64, error) 
 			r := rand.New(rand.NewPCG(uint64(w), 7))
 			k := make([]byte, keySize)
 			var verr error
-			check := func(v []byte) { _, verr = checkValue(k, v) }
+			check := func(v []byte) { _, verr = dataset.Check(k, v) }
 			n := 0
 			for {
 				if n%256 == 0 && !time.Now().Before(deadline) {
 					break
 				}
-				dataKey(k, r.IntN(keys))
+				dataset.Key(k, r.IntN(keys))
 				if err := e.Get(k, check); err != nil {
 					errs[w] = fmt.Errorf("get %x: %w", k, err)
 					break
@@ -581,7 +583,7 @@ func mixed(e engine.Engine, c config, res *result) error {
 			r := rand.New(rand.NewPCG(uint64(w), 11))
 			k, v := make([]byte, keySize), make([]byte, valueSize)
 			var verr error
-			check := func(b []byte) { _, verr = checkValue(k, b) }
+			check := func(b []byte) { _, verr = dataset.Check(k, b) }
 			lat := make(latencies, 0, 1<<12)
 			i := 0
 			for ; ; i++ {
@@ -592,14 +594,14 @@ func mixed(e engine.Engine, c config, res *result) error {
 				var err error
 				switch p := r.IntN(100); {
 				case p < 50:
-					dataKey(k, r.IntN(c.Keys))
+					dataset.Key(k, r.IntN(c.Keys))
 					err = e.Get(k, check)
 					if err == nil {
 						err = verr
 					}
 				case p < 90:
-					dataKey(k, r.IntN(c.Keys))
-					err = e.Put(k, value(v, k, uint64(1+w)))
+					dataset.Key(k, r.IntN(c.Keys))
+					err = e.Put(k, dataset.Value(v, k, uint64(1+w)))
 				default:
 					if _, err = e.Add(counters[r.IntN(mixedCounters)], 1); err == nil {
 						adds.Add(1)
@@ -678,9 +680,9 @@ func childReplayWrite(t *task, res *result) error {
 		for lo := 0; lo < n; lo += c.Batch {
 			keys, values = keys[:0], values[:0]
 			for i := lo; i < min(lo+c.Batch, n); i++ {
-				k := dataKey(make([]byte, keySize), i%c.Keys)
+				k := dataset.Key(make([]byte, keySize), i%c.Keys)
 				keys = append(keys, k)
-				values = append(values, value(make([]byte, valueSize), k, uint64(i/c.Keys)))
+				values = append(values, dataset.Value(make([]byte, valueSize), k, uint64(i/c.Keys)))
 			}
 			if err := e.PutBatch(keys, values); err != nil {
 				return err
@@ -697,8 +699,8 @@ func childReplayWrite(t *task, res *result) error {
 			wg.Go(func() {
 				k, v := make([]byte, keySize), make([]byte, valueSize)
 				for i := w; i < n; i += g {
-					dataKey(k, i%c.Keys)
-					if err := e.Put(k, value(v, k, uint64(i/c.Keys))); err != nil {
+					dataset.Key(k, i%c.Keys)
+					if err := e.Put(k, dataset.Value(v, k, uint64(i/c.Keys))); err != nil {
 						errs[w] = err
 						return
 					}
@@ -759,7 +761,7 @@ func childReplayOpen(t *task, res *result) error {
 	k := make([]byte, keySize)
 	for range min(10000, distinct) {
 		j := r.IntN(distinct)
-		if err := expectGen(e, dataKey(k, j), uint64((n-1-j)/c.Keys)); err != nil {
+		if err := expectGen(e, dataset.Key(k, j), uint64((n-1-j)/c.Keys)); err != nil {
 			e.Close()
 			return err
 		}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/binary"
 	"fmt"
 	"io/fs"
@@ -15,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/kvstore/kv/bench/internal/dataset"
 	"github.com/kvstore/kv/kv"
 	"github.com/kvstore/kv/record"
 	"github.com/kvstore/kv/wal"
@@ -22,28 +22,10 @@ import (
 
 // Sizes of every record the workloads write.
 const (
-	keySize   = 16
-	valueSize = 100
+	keySize   = dataset.KeySize
+	valueSize = dataset.ValueSize
 	rawPerKey = keySize + valueSize
 )
-
-// splitmix64 is a bijection on uint64 that scatters consecutive inputs.
-func splitmix64(x uint64) uint64 {
-	x += 0x9e3779b97f4a7c15
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
-	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
-	return x ^ (x >> 31)
-}
-
-// dataKey writes the i-th key of the data set into k: 16 bytes that look
-// random, distinct for distinct i (the first 8 bytes are a bijection of
-// i), so that no key list has to be kept in memory.
-func dataKey(k []byte, i int) []byte {
-	k = k[:keySize]
-	binary.BigEndian.PutUint64(k[0:], splitmix64(uint64(i)))
-	binary.BigEndian.PutUint64(k[8:], splitmix64(uint64(i)^0x5bd1e995))
-	return k
-}
 
 // putKey writes writer w's j-th key of the put workload into k; its 64Ki
 // keys per writer are distinct from the data set's w.h.p.
@@ -56,33 +38,6 @@ func putKey(k []byte, w, j int) []byte {
 
 // counterKey is the key of counter c of the mixed workload.
 func counterKey(c int) []byte { return fmt.Appendf(nil, "counter/%08d", c) }
-
-// value writes the value of key at generation gen into v: the key, the
-// generation, and a filler that depends on both, 100 bytes in all.
-func value(v, key []byte, gen uint64) []byte {
-	v = v[:valueSize]
-	copy(v, key)
-	binary.LittleEndian.PutUint64(v[keySize:], gen)
-	for i := keySize + 8; i < valueSize; i++ {
-		v[i] = byte('a' + (uint64(i)+gen)%26)
-	}
-	return v
-}
-
-// checkValue returns the generation of v if v is a value that value wrote
-// for key.
-func checkValue(key, v []byte) (uint64, error) {
-	if len(v) != valueSize || !bytes.Equal(v[:keySize], key) {
-		return 0, fmt.Errorf("key %x: read back a value of %d bytes that is not this key's (%.24x)", key, len(v), v)
-	}
-	gen := binary.LittleEndian.Uint64(v[keySize:])
-	for i := keySize + 8; i < valueSize; i++ {
-		if v[i] != byte('a'+(uint64(i)+gen)%26) {
-			return 0, fmt.Errorf("key %x: value damaged at byte %d", key, i)
-		}
-	}
-	return gen, nil
-}
 
 // kvLogBytesPerPut is what one Put of a 16-byte key and a 100-byte value
 // adds to the kv store's log: the WAL record header and the record.

@@ -22,7 +22,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"github.com/kvstore/kv/bench/internal/pagecache"
 	"io"
 	"os"
 	"os/exec"
@@ -31,6 +30,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/kvstore/kv/bench/internal/pagecache"
 
 	"github.com/kvstore/kv/bench/engine"
 	"github.com/kvstore/kv/bench/internal/runinfo"

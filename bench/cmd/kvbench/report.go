@@ -2,11 +2,12 @@ package main
 
 import (
 	"fmt"
-	"github.com/kvstore/kv/bench/internal/pagecache"
 	"io"
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/kvstore/kv/bench/internal/pagecache"
 )
 
 // results holds every figure: engine → metric → round → value.

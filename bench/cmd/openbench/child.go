@@ -5,12 +5,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/kvstore/kv/bench/internal/pagecache"
 	"os"
 	"runtime"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/kvstore/kv/bench/internal/dataset"
+	"github.com/kvstore/kv/bench/internal/pagecache"
 
 	"golang.org/x/sys/unix"
 )
@@ -84,7 +86,7 @@ func childReopen(t *task) (metrics, error) {
 	m["open.heap"] = float64(ms.HeapInuse)
 
 	var k [keySize]byte
-	key := dataKey(k[:], randomKey(0, t.Keys))
+	key := dataset.Key(k[:], randomKey(0, t.Keys))
 	flt0, rd0 = majorFaults(), readBytes()
 	start = time.Now()
 	v, err := s.get(key)
@@ -92,7 +94,7 @@ func childReopen(t *task) (metrics, error) {
 		m["get1.s"] = time.Since(start).Seconds()
 		m["get1.majflt"] = majorFaults() - flt0
 		m["get1.read"] = readBytes() - rd0
-		err = checkValue(key, v)
+		err = dataset.CheckAt(key, v, 0)
 	}
 	if err != nil {
 		s.close()
@@ -127,10 +129,10 @@ func readStore(s store, t *task) (metrics, error) {
 		done := 0
 		for time.Since(start) < d {
 			for range 1000 {
-				key := dataKey(k[:], randomKey(n, t.Keys))
+				key := dataset.Key(k[:], randomKey(n, t.Keys))
 				v, err := s.get(key)
 				if err == nil && n%64 == 0 {
-					err = checkValue(key, v)
+					err = dataset.CheckAt(key, v, 0)
 				}
 				if err != nil {
 					return done, err
@@ -164,7 +166,7 @@ func readStore(s store, t *task) (metrics, error) {
 			}
 			prev = append(prev[:0], k...)
 			count++
-			return checkValue(k, v)
+			return dataset.CheckAt(k, v, 0)
 		})
 		if err != nil {
 			return nil, err
@@ -191,10 +193,10 @@ func childOneshot(t *task) error {
 		return err
 	}
 	var k [keySize]byte
-	key := dataKey(k[:], t.Key)
+	key := dataset.Key(k[:], t.Key)
 	v, err := s.get(key)
 	if err == nil {
-		err = checkValue(key, v)
+		err = dataset.CheckAt(key, v, 0)
 	}
 	if cerr := s.close(); err == nil {
 		err = cerr

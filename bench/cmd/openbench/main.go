@@ -41,7 +41,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/kvstore/kv/bench/internal/pagecache"
 	"io/fs"
 	"math"
 	"os"
@@ -51,6 +50,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/kvstore/kv/bench/internal/dataset"
+	"github.com/kvstore/kv/bench/internal/pagecache"
 
 	"github.com/kvstore/kv/bench/internal/runinfo"
 )
@@ -414,7 +416,7 @@ func (r *runner) oneshots(round int, order []string) error {
 		func(key []byte, _ int) *exec.Cmd {
 			return exec.Command(r.kvCLI, r.dir("kv"), "get", "--raw", strconv.Quote(string(key)))
 		},
-		checkValue}) // --raw: the value's bytes exactly
+		checkGen0}) // --raw: the value's bytes exactly
 	if r.boltCLI != "" {
 		kinds = append(kinds, oneshot{"cli", "bbolt",
 			func(key []byte, _ int) *exec.Cmd {
@@ -444,7 +446,7 @@ func (r *runner) oneshots(round int, order []string) error {
 		for j := range kinds {
 			o := kinds[(j+max(n, 0))%len(kinds)]
 			idx := randomKey(1_000_000+round*1000+n*len(kinds)+j, r.c.Keys)
-			key := dataKey(k[:], idx)
+			key := dataset.Key(k[:], idx)
 			cmd := o.cmd(key, idx)
 			rssFile := ""
 			if n < 0 && gnuTime != "" {
@@ -501,7 +503,7 @@ func checkBoltOutput(key, out []byte) error {
 	if !ok {
 		return fmt.Errorf("bbolt get: no newline after the value %q", out)
 	}
-	return checkValue(key, v)
+	return dataset.CheckAt(key, v, 0)
 }
 
 // checkOneshotOutput fails unless a one-shot child printed nothing: it
@@ -578,3 +580,7 @@ func writeReport(s saved, out string) error {
 	}
 	return checkReport(buf.String())
 }
+
+// checkGen0 fails unless v is the data set's value of key (generation 0,
+// the only one this benchmark writes).
+func checkGen0(key, v []byte) error { return dataset.CheckAt(key, v, 0) }

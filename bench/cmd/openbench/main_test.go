@@ -3,12 +3,14 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"github.com/kvstore/kv/bench/internal/pagecache"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kvstore/kv/bench/internal/dataset"
+	"github.com/kvstore/kv/bench/internal/pagecache"
 )
 
 // TestMain lets the test binary serve as the benchmark's child process.
@@ -155,13 +157,13 @@ func TestChildChecks(t *testing.T) {
 	}
 	var k [keySize]byte
 	var v [valueSize]byte
-	key := dataKey(k[:], 3)
-	wrong := bytes.Clone(value(v[:], key))
+	key := dataset.Key(k[:], 3)
+	wrong := bytes.Clone(dataset.Value(v[:], key, 0))
 	wrong[valueSize-1] ^= 1
-	if err := checkValue(key, wrong); err == nil {
+	if err := dataset.CheckAt(key, wrong, 0); err == nil {
 		t.Errorf("a wrong value passed checkValue")
 	}
-	if err := checkValue(key, value(v[:], key)); err != nil {
+	if err := dataset.CheckAt(key, dataset.Value(v[:], key, 0), 0); err != nil {
 		t.Errorf("the right value failed: %v", err)
 	}
 }
@@ -172,8 +174,8 @@ func TestChildChecks(t *testing.T) {
 func TestOutputChecks(t *testing.T) {
 	var k [keySize]byte
 	var v [valueSize]byte
-	key := dataKey(k[:], 7)
-	good := bytes.Clone(value(v[:], key))
+	key := dataset.Key(k[:], 7)
+	good := bytes.Clone(dataset.Value(v[:], key, 0))
 	wrong := bytes.Clone(good)
 	wrong[20] ^= 1
 	for _, c := range []struct {
@@ -182,10 +184,10 @@ func TestOutputChecks(t *testing.T) {
 		out   []byte
 		ok    bool
 	}{
-		{"kv right", checkValue, good, true},
-		{"kv wrong", checkValue, wrong, false},
-		{"kv short", checkValue, good[:valueSize-1], false},
-		{"kv with a newline", checkValue, append(bytes.Clone(good), '\n'), false},
+		{"kv right", checkGen0, good, true},
+		{"kv wrong", checkGen0, wrong, false},
+		{"kv short", checkGen0, good[:valueSize-1], false},
+		{"kv with a newline", checkGen0, append(bytes.Clone(good), '\n'), false},
 		{"bbolt right", checkBoltOutput, append(bytes.Clone(good), '\n'), true},
 		{"bbolt wrong", checkBoltOutput, append(bytes.Clone(wrong), '\n'), false},
 		{"bbolt no newline", checkBoltOutput, good, false},

@@ -3,12 +3,13 @@ package main
 import (
 	"errors"
 	"fmt"
-	"github.com/kvstore/kv/bench/internal/pagecache"
 	"io"
 	"math"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/kvstore/kv/bench/internal/pagecache"
 )
 
 // rowDef is one row of the report.

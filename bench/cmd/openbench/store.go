@@ -1,13 +1,13 @@
 package main
 
 import (
-	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/kvstore/kv/bench/internal/dataset"
 
 	"github.com/cockroachdb/pebble/v2"
 	bolt "go.etcd.io/bbolt"
@@ -19,50 +19,15 @@ import (
 // dataKey, and value at generation 0): 16-byte keys that look random,
 // 100-byte values that hold their key.
 const (
-	keySize   = 16
-	valueSize = 100
+	keySize   = dataset.KeySize
+	valueSize = dataset.ValueSize
 	// batch is how many pairs one durable commit of the build holds.
 	batch = 10_000
 )
 
-func splitmix64(x uint64) uint64 {
-	x += 0x9e3779b97f4a7c15
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
-	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
-	return x ^ (x >> 31)
-}
-
-// dataKey writes the i-th key of the data set into k.
-func dataKey(k []byte, i int) []byte {
-	k = k[:keySize]
-	binary.BigEndian.PutUint64(k[0:], splitmix64(uint64(i)))
-	binary.BigEndian.PutUint64(k[8:], splitmix64(uint64(i)^0x5bd1e995))
-	return k
-}
-
-// value writes key's value into v.
-func value(v, key []byte) []byte {
-	v = v[:valueSize]
-	copy(v, key)
-	binary.LittleEndian.PutUint64(v[keySize:], 0)
-	for i := keySize + 8; i < valueSize; i++ {
-		v[i] = byte('a' + uint64(i)%26)
-	}
-	return v
-}
-
-// checkValue fails unless v is the data set's value of key.
-func checkValue(key, v []byte) error {
-	var want [valueSize]byte
-	if !bytes.Equal(v, value(want[:], key)) {
-		return fmt.Errorf("key %x: wrong value %q", key, v)
-	}
-	return nil
-}
-
 // randomKey is the index of the n-th key a reader asks for: the data
 // set's keys in an order that looks random, the same in every engine.
-func randomKey(n, keys int) int { return int(splitmix64(uint64(n)^0xfeed) % uint64(keys)) }
+func randomKey(n, keys int) int { return dataset.Pick(n, keys) }
 
 // engines are the stores compared, in the order of the report: kv first,
 // then its peers.
@@ -173,9 +138,9 @@ func load(keys int, put func(ks, vs [][]byte) error) error {
 	for lo := 0; lo < keys; lo += batch {
 		ks, vs = ks[:0], vs[:0]
 		for i := lo; i < min(lo+batch, keys); i++ {
-			k := dataKey(make([]byte, keySize), i)
+			k := dataset.Key(make([]byte, keySize), i)
 			ks = append(ks, k)
-			vs = append(vs, value(make([]byte, valueSize), k))
+			vs = append(vs, dataset.Value(make([]byte, valueSize), k, 0))
 		}
 		if err := put(ks, vs); err != nil {
 			return err
