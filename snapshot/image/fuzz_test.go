@@ -6,13 +6,16 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/kvstore/kv/record"
 	"github.com/kvstore/kv/snapshot"
 )
 
-// FuzzOpen reads arbitrary bytes as an image: Open, Get, All, Leases and
-// Verify return data or a typed error (snapshot.ErrCorrupt naming the
-// file, or ErrVersion), never panic; and an image that Verify accepts
-// serves through Get every entry All yields, the same.
+// FuzzOpen reads arbitrary bytes as an image: Open, Get, Has, All,
+// AllStable, Leases and Verify return data or a typed error
+// (snapshot.ErrCorrupt naming the file, or ErrVersion), never panic; Has
+// agrees with Get; and an image that Verify accepts serves through Get
+// every entry All yields, the same, and every entry AllStable yielded
+// before, whose bytes are still the caller's.
 func FuzzOpen(f *testing.F) {
 	for _, c := range []*content{
 		makeContent(0, nil, false),
@@ -88,12 +91,29 @@ func checkFuzzed(t *testing.T, b []byte, keys [][]byte) {
 	defer r.Close()
 	_ = r.Len()
 	for _, k := range keys {
-		_, _, err := r.Get(k)
+		e, ok, err := r.Get(k)
 		typed(err)
+		has, herr := r.Has(k)
+		typed(herr)
+		if err == nil && herr == nil && has != ok {
+			t.Fatalf("Has(%q) = %v, Get found it: %v (%q)", k, has, ok, e.Value)
+		}
 	}
 	n := 0
 	for _, err := range r.All(nil, nil) {
 		typed(err)
+		if n++; n > 10000 {
+			break
+		}
+	}
+	n = 0
+	var kept []record.Entry
+	for e, err := range r.AllStable(nil, nil) {
+		typed(err)
+		if err != nil {
+			break
+		}
+		kept = append(kept, *e)
 		if n++; n > 10000 {
 			break
 		}
@@ -103,6 +123,14 @@ func checkFuzzed(t *testing.T, b []byte, keys [][]byte) {
 	if err := r.Verify(); err != nil {
 		typed(err)
 		return
+	}
+	// What AllStable yielded, before Verify, is still the image's: its
+	// entries' bytes are the caller's.
+	for i := range kept {
+		got, ok, err := r.Get(kept[i].Key)
+		if err != nil || !ok || !bytes.Equal(got.Value, kept[i].Value) {
+			t.Fatalf("an entry AllStable yielded reads %q = %q, Get %q (%v, %v)", kept[i].Key, kept[i].Value, got.Value, ok, err)
+		}
 	}
 	for e, err := range r.All(nil, nil) {
 		if err != nil {
