@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"math"
 	"runtime/debug"
 	"slices"
 	"sort"
@@ -48,7 +49,14 @@ type mapped struct {
 	nslots    uint64
 
 	blockOK []atomic.Uint64 // a bit per block: verified
-	hashOK  []atomic.Uint64 // a bit per hash page: verified
+	// pages holds each block's first page, and then the page after the
+	// last block, from the block index as Open checked it: a lookup in a
+	// verified block finds its pages here, in 4 bytes a block of the
+	// heap, rather than in the mapped index (about 7% of a Get of 1M
+	// keys); nil for an image of 2^32 pages or more (16 TiB), which reads
+	// the index.
+	pages  []uint32
+	hashOK []atomic.Uint64 // a bit per hash page: verified
 
 	// refs is 1 per handle not closed (see Clone) plus 1 per call in
 	// progress; the view is released when it reaches 0.
@@ -196,9 +204,16 @@ func (r *Reader) open() (err error) {
 	keysLen := idxLen - itemSize*nblocks
 	var nextKey uint64
 	var prev []byte
+	if dpages < math.MaxUint32 {
+		r.pages = make([]uint32, nblocks+1)
+		r.pages[nblocks] = uint32(dpages + 1)
+	}
 	for i := range nblocks {
 		it := r.itemsOff + itemSize*i
 		page, koff, klen := u64(b, it), uint64(u32(b, it+8)), uint64(u32(b, it+12))
+		if r.pages != nil && page <= dpages {
+			r.pages[i] = uint32(page)
+		}
 		switch {
 		case i == 0 && page != 1, i > 0 && page <= u64(b, it-itemSize), page > dpages:
 			return r.corrupt(it, "block %d at page %d", i, page)
@@ -391,11 +406,11 @@ func (r *Reader) item(i uint64) (page, pages uint64, first []byte) {
 // block returns block i's bytes, verified (FORMAT.md step 2) before the
 // first time they are returned.
 func (r *Reader) block(i uint64) ([]byte, error) {
+	if r.pages != nil && r.blockOK[i/64].Load()&(1<<(i%64)) != 0 {
+		return r.b[uint64(r.pages[i])*PageSize : uint64(r.pages[i+1])*PageSize], nil
+	}
 	page, pages, first := r.item(i)
 	blk := r.b[page*PageSize : (page+pages)*PageSize]
-	if r.blockOK[i/64].Load()&(1<<(i%64)) != 0 {
-		return blk, nil
-	}
 	if err := r.verifyBlock(i, page*PageSize, pages, blk, first); err != nil {
 		return nil, err
 	}
