@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"iter"
 	"path"
 	"slices"
 	"strings"
@@ -24,27 +25,7 @@ import (
 // image.Write publishes it.
 func toImage(tb testing.TB, fsys vfs.FS, dir string) {
 	tb.Helper()
-	var meta snapshot.Meta
-	var leases []record.Lease
-	var entries []record.Entry
-	err := snapshot.ReadLeases(fsys, dir, func(m snapshot.Meta) error { meta = m; return nil },
-		func(le *record.Lease) error { leases = append(leases, *le); return nil },
-		func(e *record.Entry) error {
-			c := *e
-			c.Key, c.Value = bytes.Clone(e.Key), bytes.Clone(e.Value)
-			entries = append(entries, c)
-			return nil
-		})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	seq := func(yield func(*record.Entry) bool) {
-		for i := range entries {
-			if !yield(&entries[i]) {
-				return
-			}
-		}
-	}
+	meta, leases, seq := readSnapshotOf(tb, fsys, dir)
 	if err := image.Write(fsys, dir, snapshot.Name, meta, leases, seq, image.Options{Seed: 0x5eed}); err != nil {
 		tb.Fatal(err)
 	}
@@ -53,9 +34,9 @@ func toImage(tb testing.TB, fsys vfs.FS, dir string) {
 	}
 }
 
-// toFrames rewrites the snapshot of dir (any version) in frames, version
-// 2 (1 without leases), as snapshot.WriteLeases publishes it.
-func toFrames(tb testing.TB, fsys vfs.FS, dir string) {
+// readSnapshotOf reads the snapshot of dir (any version): its first
+// record, its leases and its entries (copies), as a sequence.
+func readSnapshotOf(tb testing.TB, fsys vfs.FS, dir string) (snapshot.Meta, []record.Lease, iter.Seq[*record.Entry]) {
 	tb.Helper()
 	var meta snapshot.Meta
 	var leases []record.Lease
@@ -71,13 +52,20 @@ func toFrames(tb testing.TB, fsys vfs.FS, dir string) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	seq := func(yield func(*record.Entry) bool) {
+	return meta, leases, func(yield func(*record.Entry) bool) {
 		for i := range entries {
 			if !yield(&entries[i]) {
 				return
 			}
 		}
 	}
+}
+
+// toFrames rewrites the snapshot of dir (any version) in frames, version
+// 2 (1 without leases), as snapshot.WriteLeases publishes it.
+func toFrames(tb testing.TB, fsys vfs.FS, dir string) {
+	tb.Helper()
+	meta, leases, seq := readSnapshotOf(tb, fsys, dir)
 	if err := snapshot.WriteLeases(fsys, dir, meta, leases, seq); err != nil {
 		tb.Fatal(err)
 	}

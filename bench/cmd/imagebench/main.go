@@ -282,22 +282,7 @@ func build(e, dir string, keys int) error {
 }
 
 // load hands the data set to put in batches of 10,000.
-func load(keys int, put func(ks, vs [][]byte) error) error {
-	const batch = 10_000
-	var ks, vs [][]byte
-	for lo := 0; lo < keys; lo += batch {
-		ks, vs = ks[:0], vs[:0]
-		for i := lo; i < min(lo+batch, keys); i++ {
-			k := dataset.Key(make([]byte, keySize), i)
-			ks = append(ks, k)
-			vs = append(vs, dataset.Value(make([]byte, valueSize), k, 0))
-		}
-		if err := put(ks, vs); err != nil {
-			return err
-		}
-	}
-	return nil
-}
+func load(keys int, put func(ks, vs [][]byte) error) error { return dataset.Load(keys, 10_000, put) }
 
 // reader is what a child does with an open store.
 type reader interface {

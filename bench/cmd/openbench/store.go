@@ -132,22 +132,8 @@ func build(e, dir string, keys int) error {
 	return fmt.Errorf("unknown engine %q (have %v)", e, engines)
 }
 
-// load hands the data set to put in batches.
-func load(keys int, put func(ks, vs [][]byte) error) error {
-	var ks, vs [][]byte
-	for lo := 0; lo < keys; lo += batch {
-		ks, vs = ks[:0], vs[:0]
-		for i := lo; i < min(lo+batch, keys); i++ {
-			k := dataset.Key(make([]byte, keySize), i)
-			ks = append(ks, k)
-			vs = append(vs, dataset.Value(make([]byte, valueSize), k, 0))
-		}
-		if err := put(ks, vs); err != nil {
-			return err
-		}
-	}
-	return nil
-}
+// load hands the data set to put in batches of batch.
+func load(keys int, put func(ks, vs [][]byte) error) error { return dataset.Load(keys, batch, put) }
 
 // store is an open store as a child reads it.
 type store interface {

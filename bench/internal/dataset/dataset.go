@@ -75,3 +75,21 @@ func CheckAt(key, v []byte, gen uint64) error {
 // set of keys keys: every index, in an order that looks random, the same
 // in every run.
 func Pick(n, keys int) int { return int(splitmix64(uint64(n)^0xfeed) % uint64(keys)) }
+
+// Load hands the first keys pairs of the data set, at generation 0, to
+// put in batches of batch pairs, fresh slices each.
+func Load(keys, batch int, put func(ks, vs [][]byte) error) error {
+	var ks, vs [][]byte
+	for lo := 0; lo < keys; lo += batch {
+		ks, vs = ks[:0], vs[:0]
+		for i := lo; i < min(lo+batch, keys); i++ {
+			k := Key(make([]byte, KeySize), i)
+			ks = append(ks, k)
+			vs = append(vs, Value(make([]byte, ValueSize), k, 0))
+		}
+		if err := put(ks, vs); err != nil {
+			return err
+		}
+	}
+	return nil
+}
