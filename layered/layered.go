@@ -508,13 +508,6 @@ func (m *Map) Build() { m.top.Build() }
 // (record.Map.BuildAsync).
 func (m *Map) BuildAsync() { m.top.BuildAsync() }
 
-// Defer leaves the changes' ordered tree for Build (record.Map.Defer), as
-// a recovery does while it replays.
-func (m *Map) Defer() { m.top.Defer() }
-
-// Reserve sizes the changes' index for n keys (record.Map.Reserve).
-func (m *Map) Reserve(n int) { m.top.Reserve(n) }
-
 // Hash returns the content hash of the entries (record.Map.Hash's), or
 // the first error of reading the image.
 func (m *Map) Hash() (record.Hash, error) {
