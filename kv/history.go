@@ -18,9 +18,9 @@ import (
 // event a watcher holds keeps its chunk alive, as an Entry does.
 type history struct {
 	mu sync.Mutex
-	// events[i] has the absolute index base+i; an absolute index stays a
+	// event i has the absolute index base+i; an absolute index stays a
 	// watcher's position across evictions.
-	events []histEvent
+	events eventRing
 	base   uint64
 	// compacted is the newest revision no longer held (or never held:
 	// everything up to the revision at open): a watch from it or before
@@ -107,7 +107,7 @@ func (h *history) add(changes []staged) {
 			ev.prev.Key = ev.entry.Key
 			ev.prev.Value = h.copyBytes(ch.prev.Value)
 		}
-		h.events = append(h.events, ev)
+		h.events.push(ev)
 		h.bytes += int64(len(ev.entry.Key)+len(ev.entry.Value)+len(ev.prev.Value)) + eventOverhead
 	}
 	h.evict()
@@ -129,15 +129,14 @@ func (h *history) publish(rev Revision) {
 // behind by, not what the committer has in flight).
 func (h *history) evict() {
 	drop := 0
-	for h.bytes > h.limit && drop < len(h.events) {
-		rev := h.events[drop].entry.ModRev
+	for h.bytes > h.limit && drop < h.events.len() {
+		rev := h.events.at(drop).entry.ModRev
 		if rev > h.durable {
 			break
 		}
-		for drop < len(h.events) && h.events[drop].entry.ModRev == rev {
-			ev := &h.events[drop]
+		for drop < h.events.len() && h.events.at(drop).entry.ModRev == rev {
+			ev := h.events.at(drop)
 			h.bytes -= int64(len(ev.entry.Key)+len(ev.entry.Value)+len(ev.prev.Value)) + eventOverhead
-			*ev = histEvent{}
 			drop++
 		}
 		h.compacted = rev
@@ -146,10 +145,7 @@ func (h *history) evict() {
 		return
 	}
 	h.base += uint64(drop)
-	h.events = h.events[drop:]
-	if cap(h.events) > 1024 && len(h.events) < cap(h.events)/4 {
-		h.events = append([]histEvent(nil), h.events...)
-	}
+	h.events.drop(drop)
 }
 
 // finish publishes nothing more: every watch ends with err once it has

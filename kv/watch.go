@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"sort"
 )
 
 // EventType says what a change did to its key.
@@ -195,7 +194,7 @@ func (h *history) start(from Revision) (watchPos, error) {
 	if from <= h.compacted {
 		return watchPos{}, &CompactedError{Requested: from, Oldest: h.compacted + 1}
 	}
-	i := sort.Search(len(h.events), func(i int) bool { return h.events[i].entry.ModRev >= from })
+	i := h.events.search(func(ev *histEvent) bool { return ev.entry.ModRev >= from })
 	return watchPos{index: h.base + uint64(i), next: from}, nil
 }
 
@@ -212,8 +211,8 @@ func (h *history) read(pos *watchPos, batch []histEvent) ([]histEvent, <-chan st
 		return batch, nil, &CompactedError{Requested: pos.next, Oldest: h.compacted + 1}
 	}
 	i := int(pos.index - h.base)
-	for ; i < len(h.events) && len(batch) < watchBatch; i++ {
-		ev := &h.events[i]
+	for ; i < h.events.len() && len(batch) < watchBatch; i++ {
+		ev := h.events.at(i)
 		if ev.entry.ModRev > h.durable {
 			break
 		}
@@ -225,7 +224,7 @@ func (h *history) read(pos *watchPos, batch []histEvent) ([]histEvent, <-chan st
 		// ended inside it.
 		last := batch[n-1].entry.ModRev
 		pos.next = last + 1
-		if i < len(h.events) && h.events[i].entry.ModRev == last {
+		if i < h.events.len() && h.events.at(i).entry.ModRev == last {
 			pos.next = last
 		}
 	}
