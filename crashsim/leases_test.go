@@ -2,6 +2,8 @@ package crashsim
 
 import (
 	"strings"
+
+	"github.com/kvstore/kv/snapshot/image"
 	"testing"
 )
 
@@ -55,8 +57,8 @@ func TestLeaseWorkloadCovers(t *testing.T) {
 		m2.apply(e)
 		if strings.HasPrefix(e.String(), "rename snapshot.tmp -> snapshot") {
 			snap := m2.processState()["snapshot"]
-			// Version 2, or an image (3) whose footer counts leases.
-			if len(snap) > 8 && snap[6] == 2 || len(snap) > 72 && snap[6] == 3 && snap[len(snap)-72+24] > 0 {
+			// Version 2, or an image whose footer counts leases.
+			if len(snap) > 8 && snap[6] == 2 || len(snap) > 72 && snap[6] == image.Version && snap[len(snap)-72+24] > 0 {
 				v2++
 			}
 		}

@@ -8,11 +8,12 @@ import (
 	"github.com/kvstore/kv/kv"
 	"github.com/kvstore/kv/record"
 	"github.com/kvstore/kv/snapshot"
+	"github.com/kvstore/kv/snapshot/image"
 	"github.com/kvstore/kv/vfs"
 )
 
 // TestBackupStaysFrames: a store's checkpoint writes its snapshot as an
-// image (version 3), and its backup is still the frames of version 1,
+// image (version 4), and its backup is still the frames of version 1,
 // byte for byte what snapshot.Encode makes of the same map at covered
 // segment 0 (FORMAT.md, "Backup").
 func TestBackupStaysFrames(t *testing.T) {
@@ -31,8 +32,8 @@ func TestBackupStaysFrames(t *testing.T) {
 		t.Fatal(err)
 	}
 	snap, err := vfs.ReadFile(mem, "/data/"+snapshot.Name)
-	if err != nil || len(snap) < 8 || binary.LittleEndian.Uint16(snap[6:]) != 3 {
-		t.Fatalf("the checkpoint's snapshot: %d bytes, %v; want an image (version 3)", len(snap), err)
+	if err != nil || len(snap) < 8 || binary.LittleEndian.Uint16(snap[6:]) != image.Version {
+		t.Fatalf("the checkpoint's snapshot: %d bytes, %v; want an image (version %d)", len(snap), err, image.Version)
 	}
 	var got bytes.Buffer
 	rev, err := s.Backup(&got)

@@ -138,7 +138,7 @@ func ptrs(es []record.Entry) []*record.Entry {
 }
 
 // TestCorruptionMatrixImage runs the matrix's cases on the snapshot of
-// the many-segments layout written as an image (version 3): every flip,
+// the many-segments layout written as an image (version 4): every flip,
 // cut, appended garbage, zeroed sector, deletion and stale snapshot.tmp
 // of it. The rules are the matrix's, but for where a refusal may point:
 // an image names the part that holds the damage (a block, a hash page,
@@ -194,7 +194,7 @@ func toFrames(tb testing.TB, fsys vfs.FS) {
 	}
 }
 
-// isImage reports whether b is a snapshot image (version 3).
+// isImage reports whether b is a snapshot image (version 4).
 func isImage(b []byte) bool { return len(b) >= 8 && binary.LittleEndian.Uint16(b[6:]) == image.Version }
 
 // TestCorruptionMatrixImageLazy is TestCorruptionMatrixImage on an image

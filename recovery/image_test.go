@@ -21,7 +21,7 @@ import (
 )
 
 // toImage rewrites the snapshot of dir (versions 1 or 2) as an image,
-// version 3, with the same first record, leases and entries, as
+// version 4, with the same first record, leases and entries, as
 // image.Write publishes it.
 func toImage(tb testing.TB, fsys vfs.FS, dir string) {
 	tb.Helper()
@@ -138,7 +138,7 @@ func leaseDir(tb testing.TB) (*vfs.MemFS, string) {
 	return fsys, dir
 }
 
-// TestRecoverImage: a directory whose snapshot is an image (version 3)
+// TestRecoverImage: a directory whose snapshot is an image (version 4)
 // recovers to the same map, entries and leases, at the same revision and
 // coverage, as the same directory with the snapshot in frames (version
 // 2), read-only and writing; a writing recovery replays the records after

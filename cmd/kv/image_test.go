@@ -16,7 +16,7 @@ import (
 
 // TestImageSnapshotCommands: the commands that read a data directory
 // (get, dump, stat, check, dump --salvage) work on one whose snapshot is
-// an image (version 3), and check and salvage name a damaged block by
+// an image (version 4), and check and salvage name a damaged block by
 // file and offset.
 func TestImageSnapshotCommands(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")

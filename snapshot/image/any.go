@@ -10,7 +10,7 @@ import (
 )
 
 // The readers of a data directory meet a snapshot of any version the
-// store has written: versions 1 and 2 (package snapshot's frames) and 3
+// store has written: versions 1 and 2 (package snapshot's frames), 3 and 4
 // (this package's image). The functions below look at the version in the
 // file's header and hand the file to the reader of that version, so that
 // a caller reads every version with one call. They live here, not in
@@ -38,13 +38,13 @@ func headerVersion(fsys vfs.FS, name string) (uint16, bool, error) {
 	return u16(h[:], 6), true, nil
 }
 
-// isImage reports whether file name is a snapshot of version 3.
+// isImage reports whether file name is a snapshot of version 3 or 4.
 func isImage(fsys vfs.FS, name string) (bool, error) {
 	v, ok, err := headerVersion(fsys, name)
-	return ok && v == Version, err
+	return ok && isImageVersion(v), err
 }
 
-// ReadAny reads the snapshot in file name, of version 1, 2 or 3, and
+// ReadAny reads the snapshot in file name, of version 1 to 4, and
 // verifies it whole, calling meta, lease and entry as
 // snapshot.ReadFileLeases does (each may be nil): the first record, then
 // each live lease with its keys (copies), then each entry in key order,
@@ -52,7 +52,7 @@ func isImage(fsys vfs.FS, name string) (bool, error) {
 // damage is snapshot.ErrCorrupt in a *corrupt.Error naming file and
 // offset, another version snapshot.ErrVersion.
 //
-// An image (version 3) is opened and verified (Reader.Verify) before any
+// An image (version 3 or 4) is opened and verified (Reader.Verify) before any
 // lease or entry is handed out, so that damage anywhere in it, its hash
 // index included, is found first; meta, which gets the image's Meta with
 // its Count and Leases from the footer, is called once the image opened,
@@ -110,7 +110,7 @@ func ReadAny(fsys vfs.FS, name string, meta func(snapshot.Meta) error, lease fun
 }
 
 // OpenAny opens the snapshot in file name for a store to serve: an image
-// (version 3) is opened, not read: it is checked as Open checks it, and
+// (version 3 or 4) is opened, not read: it is checked as Open checks it, and
 // its leases as Leases checks them, meta and lease are called (as ReadAny
 // calls them), and the Reader returned serves the entries, each block
 // verified on its first read. A snapshot of version 1 or 2 is read whole
@@ -161,7 +161,7 @@ func OpenAny(fsys vfs.FS, name string, meta func(snapshot.Meta) error, lease fun
 }
 
 // ReadAnyMeta reads only the first record of the snapshot in file name,
-// of version 1, 2 or 3, checking that record's checksum and nothing else
+// of version 1 to 4, checking that record's checksum and nothing else
 // (snapshot.ReadMeta, ReadMeta). Of an image it returns the covered
 // segment and the revision: its Count and Leases are in the footer,
 // which it does not read, and are 0.
@@ -186,7 +186,7 @@ func ReadAnyMeta(fsys vfs.FS, name string) (snapshot.Meta, error) {
 
 var errStopMeta = errors.New("image: stop after the meta record")
 
-// SalvageAny is snapshot.Salvage of a snapshot of version 1, 2 or 3: it
+// SalvageAny is snapshot.Salvage of a snapshot of version 1 to 4: it
 // reads every entry of file name that checks out, whatever damage lies
 // around it, and reports the rest (see Salvage for an image).
 func SalvageAny(fsys vfs.FS, name string, entry func(*record.Entry) error) (snapshot.Salvaged, error) {

@@ -1,5 +1,5 @@
 // Package image writes and reads the snapshot image, snapshot format
-// version 3 (FORMAT.md, "Snapshot image"): the entries of a snapshot
+// version 4 (FORMAT.md, "Snapshot image"): the entries of a snapshot
 // sorted in checksummed 4 KiB blocks, a block index, a hash index of
 // checksummed pages, the leases and a footer, so that a reader opens it
 // by reading a few kilobytes and serves each lookup from the page or two
@@ -9,7 +9,7 @@
 // WriteCheckpoint), and a store serves its reads from the image in place
 // (OpenAny, and package layered, which holds the changes since over it).
 // The readers that read every entry use ReadAny, which reads a snapshot
-// of any version (1 and 2 through package snapshot, 3 here) and verifies
+// of any version (1 and 2 through package snapshot, 3 and 4 here) and verifies
 // an image whole first; ReadAnyMeta reads its first record, SalvageAny
 // what of it reads.
 //

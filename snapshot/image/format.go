@@ -8,8 +8,14 @@ import (
 // Format constants, part of the on-disk format (FORMAT.md, "Snapshot
 // image").
 const (
-	// Version is the snapshot format version of an image.
-	Version = 3
+	// Version is the snapshot format version of the images a Writer
+	// writes. A Reader reads it and VersionNamedByPosition.
+	Version = 4
+	// VersionNamedByPosition is the image version before Version, which
+	// differs only in its hash slots: they name an entry by its position
+	// in its block, which a lookup turns into an offset by reading the
+	// block's offset table, where Version's name the offset itself.
+	VersionNamedByPosition = 3
 	// PageSize is the unit of the file's layout: blocks, the hash
 	// index's pages and the alignment of sections.
 	PageSize = 4096
@@ -30,10 +36,36 @@ const (
 	leaseFixed    = 28 // id, ttl, deadline, key count
 	slotsPerPage  = 511
 	hashPageHead  = 8 // CRC and zeros
-	slotOccupied  = 1 << 40
-	slotTagShift  = 41
 	slotBlockMask = 1<<32 - 1
+	// minEntryAt is the lowest offset of an entry in a block: after the
+	// header and an offset table of at least one entry.
+	minEntryAt = blockHeaderSize + 2
 )
+
+// slotLayout is where a hash slot keeps its fields: bits 0 .. pos-1 name
+// the entry in its block (version 4: its offset; version 3: its
+// position), the next 32 bits the block, the next bit is 1, and the bits
+// above are the top bits of the key's hash.
+type slotLayout struct{ pos uint }
+
+var (
+	slotsByOffset   = slotLayout{pos: 12} // version 4
+	slotsByPosition = slotLayout{pos: 8}  // version 3
+)
+
+func (l slotLayout) occupied() uint64 { return 1 << (l.pos + 32) }
+func (l slotLayout) tagShift() uint   { return l.pos + 33 }
+
+// slot returns the slot of an entry whose key hashes to h.
+func (l slotLayout) slot(h, block, pos uint64) uint64 {
+	return h>>l.tagShift()<<l.tagShift() | l.occupied() | block<<l.pos | pos
+}
+
+// split returns the block and the entry's offset or position that slot
+// s names.
+func (l slotLayout) split(s uint64) (block, pos uint64) {
+	return (s >> l.pos) & slotBlockMask, s & (1<<l.pos - 1)
+}
 
 var (
 	magic      = [6]byte{'K', 'V', 'S', 'N', 'A', 'P'}

@@ -25,7 +25,11 @@ func FuzzOpen(f *testing.F) {
 	} {
 		f.Add(c.encode(f))
 	}
-	keys := [][]byte{[]byte("k000000"), []byte("k000003"), []byte("k000006"), []byte("k000447"), []byte(""), []byte("zz")}
+	for _, v := range []uint16{VersionNamedByPosition, Version} {
+		img, _ := handBuilt(v, 9)
+		f.Add(img)
+	}
+	keys := [][]byte{[]byte("k000000"), []byte("k000003"), []byte("k000006"), []byte("k000447"), []byte(""), []byte("zz"), []byte("a"), []byte("b")}
 	f.Fuzz(func(t *testing.T, b []byte) { checkFuzzed(t, b, keys) })
 }
 

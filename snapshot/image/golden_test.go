@@ -3,6 +3,7 @@ package image
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"hash/crc32"
 	"testing"
 
@@ -13,21 +14,51 @@ import (
 // TestHandBuilt builds an image byte by byte from FORMAT.md ("Snapshot
 // image"), without the Writer's code, and checks that the Writer writes
 // the same bytes and that the Reader reads them: the writer and the
-// reader cannot drift from the spec together.
+// reader cannot drift from the spec together. The image of version 3,
+// whose hash slots name an entry by its position, which no Writer writes
+// any more, must still read.
 func TestHandBuilt(t *testing.T) {
+	for _, version := range []uint16{3, 4} {
+		t.Run(fmt.Sprintf("version %d", version), func(t *testing.T) { testHandBuilt(t, version) })
+	}
+}
+
+func testHandBuilt(t *testing.T, version uint16) {
+	const seed = 9
+	img, c := handBuilt(version, seed)
+	var buf bytes.Buffer
+	must(t, Encode(&buf, c.meta, c.leases, c.seq(), Options{Seed: seed}))
+	if got := buf.Bytes(); version == Version && !bytes.Equal(got, img) {
+		for i := range min(len(got), len(img)) {
+			if got[i] != img[i] {
+				t.Fatalf("the Writer's image differs from the spec's at offset %d (%d bytes, want %d)", i, len(got), len(img))
+			}
+		}
+		t.Fatalf("the Writer's image is %d bytes, the spec's %d", len(got), len(img))
+	}
+	fs, name := memFile(t, img)
+	r, err := Open(fs, name)
+	must(t, err)
+	defer r.Close()
+	checkReader(t, r, c)
+	must(t, r.Verify())
+}
+
+// handBuilt returns the image of two entries and a lease that FORMAT.md
+// describes, in the given version, built byte by byte, and its content.
+func handBuilt(version uint16, seed uint64) ([]byte, *content) {
 	le := binary.LittleEndian
 	tab := crc32.MakeTable(crc32.Castagnoli)
-	const seed = 9
 	type ent struct {
 		key, value         string
 		create, mod, verse uint64
 	}
 	ents := []ent{{"a", "1", 1, 1, 1}, {"b", "xy", 2, 3, 2}}
 
-	// Page 0: magic, version 3, the meta frame (covered 4, revision 3).
+	// Page 0: magic, version, the meta frame (covered 4, revision 3).
 	var img []byte
 	img = append(img, "KVSNAP"...)
-	img = le.AppendUint16(img, 3)
+	img = le.AppendUint16(img, version)
 	var frame []byte
 	frame = le.AppendUint32(frame, 16)
 	frame = append(frame, 1)
@@ -85,7 +116,15 @@ func TestHandBuilt(t *testing.T) {
 		for slots[j] != 0 {
 			j = (j + 1) % 511
 		}
-		slots[j] = h>>41<<41 | 1<<40 | 0<<8 | uint64(i)
+		if version == 3 {
+			// Bits 0-7 the position in the block, 8-39 the block, 40
+			// set, 41-63 the hash's top bits.
+			slots[j] = h>>41<<41 | 1<<40 | 0<<8 | uint64(i)
+		} else {
+			// Bits 0-11 the offset in the block, 12-43 the block, 44
+			// set, 45-63 the hash's top bits.
+			slots[j] = h>>45<<45 | 1<<44 | 0<<12 | uint64(offs[i])
+		}
 	}
 	page := make([]byte, 4) // zeros
 	for _, s := range slots {
@@ -109,19 +148,5 @@ func TestHandBuilt(t *testing.T) {
 		c.entries = append(c.entries, record.Entry{Key: []byte(e.key), Value: []byte(e.value),
 			CreateRev: record.Revision(e.create), ModRev: record.Revision(e.mod), Version: int64(e.verse)})
 	}
-	var buf bytes.Buffer
-	must(t, Encode(&buf, c.meta, c.leases, c.seq(), Options{Seed: seed}))
-	if got := buf.Bytes(); !bytes.Equal(got, img) {
-		for i := range min(len(got), len(img)) {
-			if got[i] != img[i] {
-				t.Fatalf("the Writer's image differs from the spec's at offset %d (%d bytes, want %d)", i, len(got), len(img))
-			}
-		}
-		t.Fatalf("the Writer's image is %d bytes, the spec's %d", len(got), len(img))
-	}
-	fs, name := memFile(t, img)
-	r, err := Open(fs, name)
-	must(t, err)
-	defer r.Close()
-	checkReader(t, r, c)
+	return img, c
 }

@@ -37,6 +37,8 @@ type mapped struct {
 	b    []byte // m.Bytes(), kept while refs > 0
 
 	meta      snapshot.Meta
+	version   uint16
+	slots     slotLayout // where the hash slots keep their fields
 	seed      uint64
 	nblocks   uint64
 	dataPages uint64
@@ -131,9 +133,13 @@ func (r *Reader) open() (err error) {
 	if [6]byte(b[:6]) != magic {
 		return r.corrupt(0, "bad magic")
 	}
-	if v := u16(b, 6); v != Version {
-		return &corrupt.Error{Err: snapshot.ErrVersion, File: r.name, Offset: 6,
-			Reason: fmt.Sprintf("snapshot format version %d, this reader reads version %d", v, Version)}
+	switch r.version = u16(b, 6); r.version {
+	case Version:
+		r.slots = slotsByOffset
+	case VersionNamedByPosition:
+		r.slots = slotsByPosition
+	default:
+		return errOtherVersion(r.name, r.version)
 	}
 	if size < 2*PageSize+FooterSize {
 		return r.corrupt(fileHeaderSize, "file of %d bytes: cut short", size)
@@ -143,7 +149,7 @@ func (r *Reader) open() (err error) {
 		return r.corrupt(fileHeaderSize, "meta frame checksum mismatch")
 	}
 	if u32(fr, 4) != metaPayloadSize || fr[8] != frameMeta {
-		return r.corrupt(fileHeaderSize, "first frame is not the meta record of a version %d snapshot", Version)
+		return r.corrupt(fileHeaderSize, "first frame is not the meta record of a version %d snapshot", r.version)
 	}
 	r.meta.Covered = wal.SegmentNum(u64(fr, 9))
 	r.meta.Revision = record.Revision(u64(fr, 17))
@@ -488,7 +494,11 @@ func (r *Reader) hashPage(p uint64) ([]byte, error) {
 	}
 	for j := range uint64(slotsPerPage) {
 		s := u64(pg, hashPageHead+8*j)
-		if s != 0 && (s&slotOccupied == 0 || (s>>8)&slotBlockMask >= r.nblocks || s&0xff >= maxPerBlock) {
+		if s == 0 {
+			continue
+		}
+		bi, pos := r.slots.split(s)
+		if s&r.slots.occupied() == 0 || bi >= r.nblocks || !r.slotPosOK(pos) {
 			return nil, r.corrupt(off+hashPageHead+8*j, "hash slot %#x", s)
 		}
 	}
@@ -505,6 +515,27 @@ func entryKey(blk []byte, at uint64) []byte {
 	return blk[at+28 : at+28+kl]
 }
 
+// isImageVersion reports whether v is a version of the image format.
+func isImageVersion(v uint16) bool { return v == Version || v == VersionNamedByPosition }
+
+// errOtherVersion is the error for a file of version v, which is not an
+// image's.
+func errOtherVersion(name string, v uint16) error {
+	return &corrupt.Error{Err: snapshot.ErrVersion, File: name, Offset: 6,
+		Reason: fmt.Sprintf("snapshot format version %d, this reader reads versions %d and %d", v, VersionNamedByPosition, Version)}
+}
+
+// slotPosOK reports whether pos can name an entry in a block: an offset
+// after a header and an offset table of one entry, with room for an
+// entry's fixed fields in the block's first page (version 4), or a
+// position below the most entries a block holds (version 3).
+func (r *Reader) slotPosOK(pos uint64) bool {
+	if r.slots == slotsByPosition {
+		return pos < maxPerBlock
+	}
+	return pos >= minEntryAt && pos <= PageSize-entryFixed
+}
+
 // find looks key up: the verified block holding it and the entry's
 // offset in it.
 func (r *Reader) find(key []byte) (blk []byte, at uint64, ok bool, err error) {
@@ -512,7 +543,8 @@ func (r *Reader) find(key []byte) (blk []byte, at uint64, ok bool, err error) {
 		return nil, 0, false, nil
 	}
 	h := xxh64(key, r.seed)
-	tag := h >> slotTagShift
+	shift := r.slots.tagShift()
+	tag := h >> shift
 	j := probeStart(h, r.nslots)
 	for range r.nslots {
 		p, s := j/slotsPerPage, j%slotsPerPage
@@ -524,16 +556,24 @@ func (r *Reader) find(key []byte) (blk []byte, at uint64, ok bool, err error) {
 		if slot == 0 {
 			return nil, 0, false, nil
 		}
-		if slot>>slotTagShift == tag {
-			bi, idx := (slot>>8)&slotBlockMask, slot&0xff
+		if slot>>shift == tag {
+			bi, pos := r.slots.split(slot)
 			blk, err := r.block(bi)
 			if err != nil {
 				return nil, 0, false, err
 			}
-			if idx >= uint64(u16(blk, 8)) {
-				return nil, 0, false, r.corrupt(r.hashOff+p*PageSize+hashPageHead+8*s, "hash slot names entry %d of block %d, which holds %d", idx, bi, u16(blk, 8))
+			at := pos
+			if r.slots == slotsByPosition {
+				if pos >= uint64(u16(blk, 8)) {
+					return nil, 0, false, r.corrupt(r.hashOff+p*PageSize+hashPageHead+8*s, "hash slot names entry %d of block %d, which holds %d", pos, bi, u16(blk, 8))
+				}
+				at = entryAt(blk, pos)
+			} else if !entryFits(blk, at) {
+				// Only a slot that names no entry's offset, in a hash
+				// page whose checksum holds, gets here: a full
+				// verification (Verify) finds every such slot.
+				return nil, 0, false, r.corrupt(r.hashOff+p*PageSize+hashPageHead+8*s, "hash slot names offset %d of block %d, where no entry fits", pos, bi)
 			}
-			at := entryAt(blk, idx)
 			if bytes.Equal(entryKey(blk, at), key) {
 				return blk, at, true, nil
 			}
@@ -543,6 +583,18 @@ func (r *Reader) find(key []byte) (blk []byte, at uint64, ok bool, err error) {
 		}
 	}
 	return nil, 0, false, r.corrupt(r.hashOff, "no empty slot in the hash index")
+}
+
+// entryFits reports whether an entry at offset at (at most PageSize −
+// entryFixed) of a verified block, with the key and value lengths found
+// there, lies within the block: what entryKey and decode read.
+func entryFits(blk []byte, at uint64) bool {
+	size := uint64(len(blk))
+	kl := uint64(u32(blk, at+24))
+	if kl > size-at-entryFixed {
+		return false
+	}
+	return uint64(u32(blk, at+28+kl)) <= size-at-entryFixed-kl
 }
 
 // decode appends the entry at offset at of a verified block to buf and
@@ -835,9 +887,8 @@ func ReadMeta(fsys vfs.FS, name string) (snapshot.Meta, error) {
 	if [6]byte(p[:6]) != magic {
 		return snapshot.Meta{}, r.corrupt(0, "bad magic")
 	}
-	if v := u16(p[:], 6); v != Version {
-		return snapshot.Meta{}, &corrupt.Error{Err: snapshot.ErrVersion, File: name, Offset: 6,
-			Reason: fmt.Sprintf("snapshot format version %d, this reader reads version %d", v, Version)}
+	if v := u16(p[:], 6); !isImageVersion(v) {
+		return snapshot.Meta{}, errOtherVersion(name, v)
 	}
 	fr := p[fileHeaderSize:]
 	if crc(fr[4:]) != u32(fr, 0) || u32(fr, 4) != metaPayloadSize || fr[8] != frameMeta {

@@ -50,6 +50,7 @@ type Writer struct {
 	items    []byte   // the block index items
 	keys     []byte   // the block index keys
 	hashes   []uint64 // each entry's key hash, in key order
+	at       []uint16 // each entry's offset in its block, in key order
 	perBlock []uint8  // each block's entry count
 	page     []byte   // a page's buffer
 }
@@ -183,6 +184,7 @@ func (w *Writer) flush() {
 	off := head
 	for i := range n {
 		binary.LittleEndian.PutUint16(blk[blockHeaderSize+2*i:], uint16(off))
+		w.at = append(w.at, uint16(off))
 		kl := int(binary.LittleEndian.Uint32(w.body[off-head+24:]))
 		vl := int(binary.LittleEndian.Uint32(w.body[off-head+28+kl:]))
 		off += entryFixed + kl + vl
@@ -254,8 +256,8 @@ func (w *Writer) Close() error {
 	slots := make([]uint64, nslots)
 	k := 0
 	for b, n := range w.perBlock {
-		for i := range int(n) {
-			h := w.hashes[k]
+		for range int(n) {
+			h, at := w.hashes[k], w.at[k]
 			k++
 			j := probeStart(h, nslots)
 			for slots[j] != 0 {
@@ -263,10 +265,10 @@ func (w *Writer) Close() error {
 					j = 0
 				}
 			}
-			slots[j] = h>>slotTagShift<<slotTagShift | slotOccupied | uint64(b)<<8 | uint64(i)
+			slots[j] = slotsByOffset.slot(h, uint64(b), uint64(at))
 		}
 	}
-	w.hashes = nil
+	w.hashes, w.at = nil, nil
 	for p := range pages {
 		pg := w.page
 		clear(pg[:hashPageHead])
