@@ -488,3 +488,39 @@ func TestTreeKeepsUp(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// TestLockHoldsPID: LOCK holds the pid at a fixed width, so that the
+// next open overwrites it in place; a LOCK of any other size (an older
+// build's, or garbage) is cut to it; and the pid still reads back in a
+// LockedError.
+func TestLockHoldsPID(t *testing.T) {
+	mem := vfs.NewMem()
+	want := fmt.Sprintf("%-10d\n", os.Getpid())
+	for _, before := range []string{"", "12\n", "a pid from a much longer file than this one\n"} {
+		if before != "" {
+			f, err := mem.OpenReadWrite("/data/" + kv.LockName)
+			if err == nil {
+				err = f.Truncate(0)
+			}
+			if err == nil {
+				_, err = f.WriteAt([]byte(before), 0)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.Close()
+		}
+		s, err := kv.Open("/data", &kv.Options{FS: mem})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b, err := vfs.ReadFile(mem, "/data/"+kv.LockName); err != nil || string(b) != want {
+			t.Errorf("LOCK after an open over %q: %q, %v; want %q", before, b, err, want)
+		}
+		var le *kv.LockedError
+		if _, err := kv.Open("/data", &kv.Options{FS: mem}); !errors.As(err, &le) || le.PID != os.Getpid() {
+			t.Errorf("second open: %v, want a LockedError naming pid %d", err, os.Getpid())
+		}
+		s.Close()
+	}
+}
