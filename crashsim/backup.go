@@ -68,12 +68,11 @@ func backupProgram(ops []kv.Op, seed uint64) Program {
 				<-running
 			}
 		}
-		type inflight struct {
-			n int
-			p *kv.Pending
-		}
-		for i, wave := 0, 0; i < len(ops); wave++ {
-			if wave%3 == 0 {
+		err = inWaves(r, ops, rng, rec, waveHooks{
+			before: func(wave int) {
+				if wave%3 != 0 {
+					return
+				}
 				select {
 				case <-running:
 					running = nil
@@ -82,38 +81,15 @@ func backupProgram(ops []kv.Op, seed uint64) Program {
 				if running == nil {
 					start(r.s)
 				}
-			}
-			n := min(1+rng.IntN(8), len(ops)-i)
-			var ps []inflight
-			for j := 0; j < n; j++ {
-				rec.Issue(i + 1)
-				ps = append(ps, inflight{i + 1, r.s.Submit(ops[i])})
-				i++
-			}
-			var failed error
-			for _, f := range ps {
-				rev, _, err := f.p.Wait()
-				if err != nil {
-					if failed == nil {
-						failed = fmt.Errorf("operation %d: %w", f.n, err)
-					}
-					continue
-				}
-				if failed == nil {
-					rec.AckRev(f.n, uint64(rev))
-				}
-			}
-			if failed != nil {
+			},
+			failed: func() {
 				wait()
 				running = nil
-				if i, err = r.reopen(failed); err != nil {
-					r.s.Close()
-					return err
-				}
-			}
-		}
-		wait()
-		return r.s.Close()
+			},
+			done: wait,
+		})
+		wait() // when a reopen failed
+		return err
 	}
 }
 

@@ -115,7 +115,7 @@ func imageProgram(ops []kv.Op, seed uint64) Program {
 			}
 		}()
 		r.reopened = func(s *kv.Store) { cur.Store(s) }
-		err = inWaves(r, ops, seed, rec)
+		err = inWaves(r, ops, rand.New(rand.NewPCG(seed, 0x3a7e)), rec, waveHooks{})
 		close(stop)
 		wg.Wait()
 		if readErr != nil {

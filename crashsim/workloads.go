@@ -171,20 +171,32 @@ func pipelinedProgram(ops []kv.Op, seed uint64) Program {
 		if err != nil {
 			return err
 		}
-		return inWaves(r, ops, seed, rec)
+		return inWaves(r, ops, rand.New(rand.NewPCG(seed, 0x3a7e)), rec, waveHooks{})
 	}
 }
 
-// inWaves submits ops in waves of 1 to 8 on r's store, as
-// pipelinedProgram describes, reopening after a failed write, and closes
-// the store at the end.
-func inWaves(r *reopener, ops []kv.Op, seed uint64, rec *vfs.Recorder) error {
-	rng := rand.New(rand.NewPCG(seed, 0x3a7e))
+// waveHooks are what a program adds to inWaves: before runs before each
+// wave, given its number from 0; failed runs after a wave with a failed
+// write, before the store reopens; done runs after the last wave, before
+// the store closes. Any may be nil.
+type waveHooks struct {
+	before func(wave int)
+	failed func()
+	done   func()
+}
+
+// inWaves submits ops in waves of 1 to 8 (drawn from rng) on r's store,
+// as pipelinedProgram describes, reopening after a failed write, and
+// closes the store at the end.
+func inWaves(r *reopener, ops []kv.Op, rng *rand.Rand, rec *vfs.Recorder, hooks waveHooks) error {
 	type inflight struct {
 		n int
 		p *kv.Pending
 	}
-	for i := 0; i < len(ops); {
+	for i, n := 0, 0; i < len(ops); n++ {
+		if hooks.before != nil {
+			hooks.before(n)
+		}
 		wave := min(1+rng.IntN(8), len(ops)-i)
 		var ps []inflight
 		for j := 0; j < wave; j++ {
@@ -206,12 +218,18 @@ func inWaves(r *reopener, ops []kv.Op, seed uint64, rec *vfs.Recorder) error {
 			}
 		}
 		if failed != nil {
+			if hooks.failed != nil {
+				hooks.failed()
+			}
 			var err error
 			if i, err = r.reopen(failed); err != nil {
 				r.s.Close()
 				return err
 			}
 		}
+	}
+	if hooks.done != nil {
+		hooks.done()
 	}
 	return r.s.Close()
 }
