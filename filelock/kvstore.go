@@ -126,7 +126,7 @@ func waitWatch(w iter.Seq2[kv.Event, error]) error {
 // slot 0 with the token, which no write passes: the write then fails
 // with kv.ErrFenced in its own atomic step, as any stale write does.
 func StoreFence(s *kv.Store, name string, token int64) (kv.Fence, error) {
-	if err := checkName(name); err != nil {
+	if err := CheckName(name); err != nil {
 		return kv.Fence{}, err
 	}
 	key := slotKey(name, 0)

@@ -224,7 +224,7 @@ func (l *Locker) Acquire(ctx context.Context, name string) (*Holder, error) {
 }
 
 func (l *Locker) acquire(ctx context.Context, name string, try bool) (*Holder, error) {
-	if err := checkName(name); err != nil {
+	if err := CheckName(name); err != nil {
 		return nil, err
 	}
 	nonce := newNonce()
@@ -689,7 +689,7 @@ type FencedWriter struct {
 // Txn commits t under the fence.
 func (fw *FencedWriter) Txn(ctx context.Context, t lockstore.Txn) (lockstore.TxnResult, error) {
 	if fw.key == "" {
-		if err := checkName(fw.name); err != nil {
+		if err := CheckName(fw.name); err != nil {
 			return lockstore.TxnResult{}, err
 		}
 		kvs, _, err := fw.l.b.Range(ctx, slotPrefix(fw.name))

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -136,9 +137,18 @@ func TestCorruptStoreFailsClosed(t *testing.T) {
 
 func TestNames(t *testing.T) {
 	l := openLocker(t, t.TempDir())
-	for _, n := range []string{"", ".x", "a/b", "a b", string(make([]byte, 200))} {
+	long := strings.Repeat("x", maxNameLen)
+	for _, n := range []string{"", ".x", "a/b", "a b", "é", long + "y", string(make([]byte, 200))} {
+		if err := CheckName(n); !errors.Is(err, ErrInvalid) {
+			t.Errorf("CheckName(%q) = %v, want ErrInvalid", n, err)
+		}
 		if _, err := l.TryAcquire(n); !errors.Is(err, ErrInvalid) {
 			t.Errorf("name %q: %v", n, err)
+		}
+	}
+	for _, n := range []string{"a", "x.", "A-b_c.9", long} {
+		if err := CheckName(n); err != nil {
+			t.Errorf("CheckName(%q) = %v, want nil", n, err)
 		}
 	}
 	if _, err := Open(t.TempDir(), WithStrategy(Lease)); !errors.Is(err, ErrInvalid) {

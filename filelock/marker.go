@@ -41,7 +41,7 @@ func parseSlotKey(key string) (name string, slot int, ok bool) {
 		return "", 0, false
 	}
 	slot, err := strconv.Atoi(s)
-	if err != nil || slot < 0 || checkName(name) != nil {
+	if err != nil || slot < 0 || CheckName(name) != nil {
 		return "", 0, false
 	}
 	return name, slot, true
@@ -50,9 +50,12 @@ func parseSlotKey(key string) (name string, slot int, ok bool) {
 // maxNameLen bounds a lock name, which is also part of a file name.
 const maxNameLen = 128
 
-// checkName accepts names of letters, digits, '.', '_' and '-', not
-// starting with '.'.
-func checkName(name string) error {
+// CheckName reports whether name can name a lock: 1 to 128 letters,
+// digits, '.', '_' and '-', not starting with '.' (a lock's name is also
+// part of a file name). Its error matches ErrInvalid. Acquire and
+// TryAcquire check it; a tool that takes a lock's name from a user can
+// check it first, with the same words.
+func CheckName(name string) error {
 	if name == "" || len(name) > maxNameLen || name[0] == '.' {
 		return fmt.Errorf("%w: lock name %q: 1 to %d of [A-Za-z0-9._-], not starting with '.'", ErrInvalid, name, maxNameLen)
 	}

@@ -109,7 +109,7 @@ func (l *Locker) deadWaiter(e lockstore.KeyValue) (Marker, bool) {
 		return Marker{}, false
 	}
 	name, _, ok := strings.Cut(rest, "/wait/")
-	if !ok || checkName(name) != nil {
+	if !ok || CheckName(name) != nil {
 		return Marker{}, false
 	}
 	m, err := decodeMarker(e.Value)

@@ -382,6 +382,7 @@ func TestExitCodes(t *testing.T) {
 		{"no such directory", []string{filepath.Join(dir, "none"), "dump"}, exitFailed, "no such data directory"},
 		{"not an integer", []string{store, "add", "k", "1"}, exitFailed, `kv: value is not a decimal integer: key "k" holds "v"`},
 		{"a stale fence", []string{store, "put", "k", "v", "--fence", "job:3"}, exitFenced, "kv: fenced: job:3 is not the current holder's token"},
+		{"a fence on a bad lock name", []string{store, "put", "k", "v", "--fence", ".job:3"}, exitUsage, `kv: filelock: invalid argument: lock name ".job": 1 to 128 of [A-Za-z0-9._-], not starting with '.'`},
 		{"a bad lock strategy", []string{store, "lock", "job", "--strategy", "bogus", "--", "true"}, exitUsage, `strategy "bogus" is not one of`},
 		{"a bad quoted key", []string{store, "get", `"k`}, exitUsage, `kv: key "\"k" starts with a double quote but is not a Go-quoted string`},
 	}

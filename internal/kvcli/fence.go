@@ -2,8 +2,6 @@ package kvcli
 
 import (
 	"context"
-	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 
@@ -25,17 +23,14 @@ func ParseFence(spec string) (name string, token int64, err error) {
 	return name, token, nil
 }
 
-// lockName is filelock's rule for a lock's name.
-var lockName = regexp.MustCompile(`^[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}$`)
-
 // FenceFor returns the fence of lock name held with token on db: the
 // lock's slot key whose create revision is token (filelock's keys,
 // filelock.KeyPrefix NAME/slot/N), or slot 0's when none is, which then
 // fails every write (kv.ErrFenced). It is filelock.StoreFence on a
 // kvapi.KV.
 func FenceFor(ctx context.Context, db kvapi.KV, name string, token int64) (*kv.Fence, error) {
-	if !lockName.MatchString(name) {
-		return nil, UsageError{fmt.Errorf("%w: lock name %q: 1 to 128 of [A-Za-z0-9._-], not starting with '.'", filelock.ErrInvalid, name)}
+	if err := filelock.CheckName(name); err != nil {
+		return nil, UsageError{err}
 	}
 	prefix := []byte(filelock.KeyPrefix + name + "/slot/")
 	key := append(append([]byte(nil), prefix...), '0')
