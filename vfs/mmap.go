@@ -92,8 +92,11 @@ const (
 	AdviceWillNeed
 	// AdvicePopulate: read the range now and map its pages, so that the
 	// reads that follow take no page fault (MADV_POPULATE_READ, Linux
-	// 5.14 and later; AdviceWillNeed where the kernel has none). A page
-	// the disk fails to read is left to fault, as without the hint.
+	// 5.14 and later, after AdviceWillNeed; AdviceWillNeed alone where
+	// the kernel has none). A page the disk fails to read is left to
+	// fault, as without the hint. The range is read ahead in large
+	// requests even under AdviceRandom, which would otherwise have it
+	// read a page at a time.
 	AdvicePopulate
 )
 
@@ -117,10 +120,16 @@ func (m *Mapping) Advise(off, n int64, a Advice) {
 	case AdviceWillNeed:
 		how = unix.MADV_WILLNEED
 	case AdvicePopulate:
-		if madvPopulateRead >= 0 && unix.Madvise(m.b[start:end], madvPopulateRead) == nil {
-			return
+		// WILLNEED first: it reads the range ahead whatever the
+		// mapping's advice, where POPULATE_READ on a mapping advised
+		// MADV_RANDOM faults its pages in one read each: 1.2 MB
+		// populated from a cold cache took 25 ms that way, 1.1 ms
+		// after WILLNEED (an image's block index, FORMAT.md).
+		_ = unix.Madvise(m.b[start:end], unix.MADV_WILLNEED)
+		if madvPopulateRead >= 0 {
+			_ = unix.Madvise(m.b[start:end], madvPopulateRead)
 		}
-		how = unix.MADV_WILLNEED
+		return
 	default:
 		return
 	}
