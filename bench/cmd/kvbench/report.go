@@ -56,16 +56,6 @@ func (r results) values(engine, metric string) []float64 {
 	return vs
 }
 
-// rounds returns the rounds in which metric was measured for engine.
-func (r results) rounds(engine, metric string) []int {
-	var rs []int
-	for k := range r[engine][metric] {
-		rs = append(rs, k)
-	}
-	slices.Sort(rs)
-	return rs
-}
-
 // unit says how a figure prints.
 type unit int
 
