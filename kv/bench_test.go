@@ -441,9 +441,12 @@ func BenchmarkPutPaired(b *testing.B) {
 }
 
 // BenchmarkGet looks up random keys among 1M (16-byte keys, 100-byte
-// values). "store" is Store.Get, "gomap" the same lookups, in the same
-// order, in a map[string][]byte: the yardstick. Both must be 0 allocs/op.
-// The -parallel variants run on every P (Get takes the store's read lock).
+// values), which the store reads from its snapshot's image. "store" is
+// Store.Get, whose entries are the caller's (one allocation each);
+// "store-append" is Store.GetAppend into a buffer it reuses, which must be
+// 0 allocs/op; "gomap" the same lookups, in the same order, in a
+// map[string][]byte: the yardstick. The -parallel variants run on every P
+// (Get takes the store's read lock).
 func BenchmarkGet(b *testing.B) {
 	keys, idx := benchKeySet()
 	mask := len(idx) - 1
@@ -465,6 +468,26 @@ func BenchmarkGet(b *testing.B) {
 		b.ResetTimer()
 		for i := range b.N {
 			e, err := s.Get(keys[idx[i&mask]])
+			if err != nil {
+				b.Fatal(err)
+			}
+			sink += len(e.Value)
+		}
+		if sink != b.N*benchValueSize {
+			b.Fatal("wrong values")
+		}
+	})
+	b.Run(fmt.Sprintf("keys=%s/store-append", count(benchKeys)), func(b *testing.B) {
+		s := bigStore(b)
+		sink := 0
+		var buf []byte
+		b.SetBytes(benchValueSize)
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := range b.N {
+			var e kv.Entry
+			var err error
+			e, buf, err = s.GetAppend(buf[:0], keys[idx[i&mask]])
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -301,31 +301,53 @@ func (s *Store) close() error {
 // it returns only durable state, so a revision it returns is a safe
 // fencing token.
 func (s *Store) Get(key []byte) (Entry, error) {
+	e, _, err := s.get(nil, key)
+	return e, err
+}
+
+// GetAppend is Get for a caller that reads entries one at a time and
+// keeps none: an entry read from the snapshot's image has its Key and
+// Value appended to buf (grown when it has no room), which it returns,
+// rather than copied into memory of their own. Such an entry points into
+// the returned slice, and is valid until the caller reuses it; a caller
+// that passes it back (as out[:0]) reads image entries without
+// allocating, as bbolt's and pebble's callers copy values into a buffer
+// they reuse. An entry written since the last checkpoint points into the
+// store's memory, as Get's does, and leaves buf as it was. Errors are
+// Get's; on an error, out is buf.
+func (s *Store) GetAppend(buf, key []byte) (e Entry, out []byte, err error) {
+	return s.get(buf, key)
+}
+
+// get is Get and GetAppend: an entry read from the image is appended to
+// buf, which is nil for Get (memory of the entry's own).
+func (s *Store) get(buf, key []byte) (Entry, []byte, error) {
 	for {
 		if s.closed.Load() {
-			return Entry{}, ErrClosed
+			return Entry{}, buf, ErrClosed
 		}
 		s.mu.RLock()
 		e, deleted, ok := s.m.Change(key)
 		base := s.m.Base()
 		hidden := s.leases.Len() > 0 && s.hidden(key) // its lease's deadline has passed
 		s.mu.RUnlock()
+		out := buf
 		if !ok && !hidden && base != nil {
 			// The image, read outside the lock: it never changes, and
 			// the state it gives is the state when the lock was held.
 			// A checkpoint may close it meanwhile, having swapped in the
 			// next: then read again.
 			var err error
-			if e, ok, err = base.Get(key); errors.Is(err, image.ErrClosed) {
+			if e, out, ok, err = base.GetAppend(buf, key); errors.Is(err, image.ErrClosed) {
 				continue
 			} else if err != nil {
-				return Entry{}, fmt.Errorf("kv: get %q: %w", key, err)
+				return Entry{}, buf, fmt.Errorf("kv: get %q: %w", key, err)
 			}
 		}
 		if !ok || deleted || hidden {
-			return Entry{}, &NotFoundError{Key: bytes.Clone(key)}
+			return Entry{}, buf, &NotFoundError{Key: bytes.Clone(key)}
 		}
-		return e, nil
+		return e, out, nil
 	}
 }
 
