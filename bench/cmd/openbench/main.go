@@ -325,6 +325,9 @@ func (r *runner) round(round int) error {
 			return err
 		}
 		res.set(round, e, "get.warm.ops", m["get.ops"])
+		if v, ok := m["getowned.ops"]; ok {
+			res.set(round, e, "get.warm.owned.ops", v)
+		}
 		res.set(round, e, "scan.warm.kps", m["scan.kps"])
 		res.set(round, e, "scanview.warm.kps", m["scanview.kps"])
 		res.set(round, e, "heap.steady.perkey", m["heap"]/float64(r.c.Keys))

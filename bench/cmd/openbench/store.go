@@ -162,7 +162,7 @@ func open(e, dir string, readOnly bool) (store, error) {
 		if err != nil {
 			return nil, err
 		}
-		return kvStore{s}, nil
+		return &kvStore{s: s}, nil
 	case "bbolt":
 		db, err := bolt.Open(filepath.Join(dir, boltFile), 0o600, &bolt.Options{Timeout: 10 * time.Second, ReadOnly: readOnly})
 		if err != nil {
@@ -179,9 +179,25 @@ func open(e, dir string, readOnly bool) (store, error) {
 	return nil, fmt.Errorf("unknown engine %q (have %v)", e, engines)
 }
 
-type kvStore struct{ s *kv.Store }
+type kvStore struct {
+	s   *kv.Store
+	buf []byte
+}
 
-func (s kvStore) get(key []byte) ([]byte, error) {
+// get copies the value into a buffer it reuses, as the peers' get does:
+// GetAppend, whose entry is valid until the buffer is reused.
+func (s *kvStore) get(key []byte) ([]byte, error) {
+	e, out, err := s.s.GetAppend(s.buf[:0], key)
+	s.buf = out
+	if errors.Is(err, kv.ErrNotFound) {
+		return nil, fmt.Errorf("key %x: %w", key, errNotFound)
+	}
+	return e.Value, err
+}
+
+// getOwned is Get, whose entry is the caller's to keep: memory of its
+// own for each value read from the image (the getowned row).
+func (s *kvStore) getOwned(key []byte) ([]byte, error) {
 	e, err := s.s.Get(key)
 	if errors.Is(err, kv.ErrNotFound) {
 		return nil, fmt.Errorf("key %x: %w", key, errNotFound)
@@ -189,7 +205,7 @@ func (s kvStore) get(key []byte) ([]byte, error) {
 	return e.Value, err
 }
 
-func (s kvStore) scan(fn func(key, value []byte) error) error {
+func (s *kvStore) scan(fn func(key, value []byte) error) error {
 	// Scan ends early on an error it does not report: the caller's count
 	// of keys catches that.
 	for e := range s.s.Scan(nil, nil) {
@@ -200,7 +216,7 @@ func (s kvStore) scan(fn func(key, value []byte) error) error {
 	return nil
 }
 
-func (s kvStore) scanView(fn func(key, value []byte) error) error {
+func (s *kvStore) scanView(fn func(key, value []byte) error) error {
 	for e, err := range s.s.ScanView(nil, nil) {
 		if err != nil {
 			return err
@@ -212,7 +228,7 @@ func (s kvStore) scanView(fn func(key, value []byte) error) error {
 	return nil
 }
 
-func (s kvStore) close() error { return s.s.Close() }
+func (s *kvStore) close() error { return s.s.Close() }
 
 func (s *boltStore) scanView(fn func(key, value []byte) error) error { return s.scan(fn) }
 
