@@ -46,6 +46,7 @@ import (
 	"time"
 
 	"github.com/kvstore/kv/bench/internal/runinfo"
+	"github.com/kvstore/kv/bench/internal/units"
 	"github.com/kvstore/kv/kv"
 	"github.com/kvstore/kv/vfs"
 )
@@ -399,7 +400,7 @@ func report(w io.Writer, rs []round, cfg config) {
 		m, lo, hi := stats(rs, func(r round) float64 { return r[id] })
 		fmt.Fprintf(w, "| %s | %s | %s–%s | %s |\n", id, f(m), strings.TrimSuffix(f(lo), unit(f(lo))), f(hi), what)
 	}
-	fig("backup.bytes", "size of one backup", mib)
+	fig("backup.bytes", "size of one backup", units.MiB)
 	fig("seqwrite.mbs", "sequential write of those bytes, 256 KiB at a time, fdatasync, rename, directory fsync", mbs)
 	fig("backup.mbs", "Store.Backup published to a file the same way, idle store", mbs)
 	fig("backup.discard.mbs", "Store.Backup to io.Discard: the encoding alone", mbs)
@@ -411,7 +412,7 @@ func report(w io.Writer, rs []round, cfg config) {
 		fig("put.p99."+ph, "Put latency p99, "+bg, ms)
 		fig("put.max."+ph, "Put latency, the longest, "+bg, ms)
 		if ph != "none" {
-			fig("bg."+ph, "background jobs completed in the phase", count)
+			fig("bg."+ph, "background jobs completed in the phase", units.Count)
 		}
 	}
 	fmt.Fprintln(w)
@@ -446,8 +447,6 @@ func x(v float64) string {
 	return strconv.FormatFloat(v, 'f', 2, 64) + "×"
 }
 
-func mib(v float64) string   { return fmt.Sprintf("%.1f MiB", v/(1<<20)) }
-func mbs(v float64) string   { return fmt.Sprintf("%.0f MB/s", v) }
-func ms(v float64) string    { return fmt.Sprintf("%.2f ms", v*1e3) }
-func opsf(v float64) string  { return fmt.Sprintf("%.0f", v) }
-func count(v float64) string { return fmt.Sprintf("%.0f", v) }
+func mbs(v float64) string  { return fmt.Sprintf("%.0f MB/s", v) }
+func ms(v float64) string   { return fmt.Sprintf("%.2f ms", v*1e3) }
+func opsf(v float64) string { return fmt.Sprintf("%.0f", v) }

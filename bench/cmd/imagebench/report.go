@@ -4,7 +4,8 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"time"
+
+	"github.com/kvstore/kv/bench/internal/units"
 )
 
 // report writes the tables: medians per engine, and the image's
@@ -36,7 +37,7 @@ func report(w io.Writer, res []map[string]metrics, keys int, sizes map[string]in
 	}
 	fmt.Fprintf(w, "## The image against bbolt, pebble and kv as it opens today: %d keys, %d round(s), warm page cache\n\n", keys, len(res))
 	fmt.Fprintf(w, "Files: image %s, bbolt %s, kv (snapshot and log) %s, pebble %s.\n\n",
-		mib(float64(sizes["image"])), mib(float64(sizes["bbolt"])), mib(float64(sizes["kv"])), mib(float64(sizes["pebble"])))
+		units.MiB(float64(sizes["image"])), units.MiB(float64(sizes["bbolt"])), units.MiB(float64(sizes["kv"])), units.MiB(float64(sizes["pebble"])))
 	fmt.Fprintln(w, "| | image | bbolt | kv today | pebble | image vs bbolt | image vs kv today | image vs pebble |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
 	rows := []struct {
@@ -44,13 +45,13 @@ func report(w io.Writer, res []map[string]metrics, keys int, sizes map[string]in
 		higherBetter bool
 		format       func(float64) string
 	}{
-		{"open", "open.s", false, dur},
-		{"heap in use after open", "open.heap", false, mib},
-		{"resident set after open", "open.rss", false, mib},
-		{"resident set added by the open", "open.rssadded", false, mib},
-		{"first Get after open", "get1.s", false, dur},
-		{"random Gets, 1 goroutine (per second)", "get.ops", true, ops},
-		{"full scan in key order", "scan.s", false, dur},
+		{"open", "open.s", false, units.Dur},
+		{"heap in use after open", "open.heap", false, units.MiB},
+		{"resident set after open", "open.rss", false, units.MiB},
+		{"resident set added by the open", "open.rssadded", false, units.MiB},
+		{"first Get after open", "get1.s", false, units.Dur},
+		{"random Gets, 1 goroutine (per second)", "get.ops", true, units.Ops},
+		{"full scan in key order", "scan.s", false, units.Dur},
 	}
 	for _, r := range rows {
 		fmt.Fprintf(w, "| %s |", r.label)
@@ -71,10 +72,10 @@ func report(w io.Writer, res []map[string]metrics, keys int, sizes map[string]in
 		label, name string
 		format      func(float64) string
 	}{
-		{"cold open", "open.s", dur},
-		{"major page faults during the open", "open.majflt", count},
-		{"first Get after a cold open", "get1.s", dur},
-		{"major page faults during the first Get", "get1.majflt", count},
+		{"cold open", "open.s", units.Dur},
+		{"major page faults during the open", "open.majflt", units.Count},
+		{"first Get after a cold open", "get1.s", units.Dur},
+		{"major page faults during the first Get", "get1.majflt", units.Count},
 	}
 	for _, r := range cold {
 		fmt.Fprintf(w, "| %s | %s | %s |\n", r.label, r.format(med("image cold", r.name)), r.format(med("bbolt cold", r.name)))
@@ -91,28 +92,4 @@ func num(x float64) string {
 		return fmt.Sprintf("%.1f", x)
 	}
 	return fmt.Sprintf("%.2f", x)
-}
-
-func count(x float64) string { return fmt.Sprintf("%.0f", x) }
-
-func mib(b float64) string { return fmt.Sprintf("%.1f MiB", b/(1<<20)) }
-
-func ops(x float64) string {
-	if x >= 1e6 {
-		return fmt.Sprintf("%.2f M", x/1e6)
-	}
-	return fmt.Sprintf("%.0f k", x/1e3)
-}
-
-func dur(s float64) string {
-	d := time.Duration(s * 1e9)
-	switch {
-	case d < 10*time.Microsecond:
-		return fmt.Sprintf("%.2f µs", s*1e6)
-	case d < time.Millisecond:
-		return fmt.Sprintf("%.0f µs", s*1e6)
-	case d < time.Second:
-		return fmt.Sprintf("%.2f ms", s*1e3)
-	}
-	return fmt.Sprintf("%.2f s", s)
 }

@@ -43,6 +43,7 @@ import (
 
 	"github.com/gofrs/flock"
 	"github.com/kvstore/kv/bench/internal/runinfo"
+	"github.com/kvstore/kv/bench/internal/units"
 	"github.com/kvstore/kv/filelock"
 	"github.com/kvstore/kv/kv"
 )
@@ -331,19 +332,6 @@ func report(w io.Writer, rs []round, procs, perProc int) {
 		a, _, _ := med(r.a)
 		b, _, _ := med(r.b)
 		m, lo, hi := ratio(r.a, r.b)
-		fmt.Fprintf(w, "| %s | %s | %s | %.1f× (%.1f–%.1f×) |\n", r.label, dur(a), dur(b), m, lo, hi)
+		fmt.Fprintf(w, "| %s | %s | %s | %.1f× (%.1f–%.1f×) |\n", r.label, units.Dur(a), units.Dur(b), m, lo, hi)
 	}
-}
-
-func dur(s float64) string {
-	d := time.Duration(s * 1e9)
-	switch {
-	case d < 10*time.Microsecond:
-		return fmt.Sprintf("%.2f µs", s*1e6)
-	case d < time.Millisecond:
-		return fmt.Sprintf("%.0f µs", s*1e6)
-	case d < time.Second:
-		return fmt.Sprintf("%.2f ms", s*1e3)
-	}
-	return fmt.Sprintf("%.2f s", s)
 }

@@ -7,9 +7,9 @@ import (
 	"math"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/kvstore/kv/bench/internal/pagecache"
+	"github.com/kvstore/kv/bench/internal/units"
 )
 
 // rowDef is one row of the report.
@@ -36,37 +36,37 @@ func (r rowDef) has(e string) bool { return r.engines == nil || slices.Contains(
 // rows are the report's rows, in its order. The arrow in what says
 // which way is better.
 var rows = []rowDef{
-	{id: "reopen.warm.s", what: "reopen, warm: the open's time (new process, files in the page cache) ↓", format: dur,
+	{id: "reopen.warm.s", what: "reopen, warm: the open's time (new process, files in the page cache) ↓", format: units.Dur,
 		goals: []goal{
 			{"kv÷bbolt ≤ 2×", func(_, b, _ float64) bool { return b <= 2 }},
 			{"kv÷pebble ≤ 0.05× (20 times pebble's speed)", func(_, _, p float64) bool { return p <= 0.05 }},
 		}},
-	{id: "reopen.warm.rss", what: "reopen, warm: resident set (VmRSS) after the open, this program's code and runtime included ↓", format: mib,
+	{id: "reopen.warm.rss", what: "reopen, warm: resident set (VmRSS) after the open, this program's code and runtime included ↓", format: units.MiB,
 		goals: []goal{{"kv < 30 MB", func(kv, _, _ float64) bool { return kv < 30e6 }}}},
-	{id: "reopen.warm.rssadded", what: "reopen, warm: resident set added by the open (VmRSS after − before) ↓", format: mib},
-	{id: "reopen.warm.heap", what: "reopen, warm: Go heap in use after the open, after a GC ↓", format: mib},
+	{id: "reopen.warm.rssadded", what: "reopen, warm: resident set added by the open (VmRSS after − before) ↓", format: units.MiB},
+	{id: "reopen.warm.heap", what: "reopen, warm: Go heap in use after the open, after a GC ↓", format: units.MiB},
 	{id: "heap.open.perkey", what: "Go heap in use after the open ÷ keys ↓", format: perKey},
 	{id: "heap.steady.perkey", what: "Go heap in use after the open, random Gets and a full scan, after a GC, ÷ keys (no write since the checkpoint) ↓", format: perKey,
 		goals: []goal{{"kv < 16 B/key", func(kv, _, _ float64) bool { return kv < 16 }}}},
-	{id: "reopen.cold.s", what: "reopen, cold: the open's time ↓", format: dur},
-	{id: "reopen.cold.read", what: "reopen, cold: bytes the open read from the disk (/proc/self/io read_bytes, read-ahead included) ↓", format: mib},
-	{id: "cli.get.s", what: "one-shot command, warm: wall time of the process `kv DIR get KEY` / `bbolt get DB BUCKET KEY` ↓", format: dur, engines: []string{"kv", "bbolt"},
+	{id: "reopen.cold.s", what: "reopen, cold: the open's time ↓", format: units.Dur},
+	{id: "reopen.cold.read", what: "reopen, cold: bytes the open read from the disk (/proc/self/io read_bytes, read-ahead included) ↓", format: units.MiB},
+	{id: "cli.get.s", what: "one-shot command, warm: wall time of the process `kv DIR get KEY` / `bbolt get DB BUCKET KEY` ↓", format: units.Dur, engines: []string{"kv", "bbolt"},
 		goals: []goal{{"kv÷bbolt ≤ 2×", func(_, b, _ float64) bool { return b <= 2 }}}},
-	{id: "cli.get.maxrss", what: "one-shot command: the process's peak resident set (GNU time's %M, one run) ↓", format: mib, engines: []string{"kv", "bbolt"}, optional: true},
-	{id: "oneshot.get.s", what: "one-shot child of this program, warm: read-only open, one Get, close: wall time ↓", format: dur},
-	{id: "oneshot.get.maxrss", what: "one-shot child: the process's peak resident set (GNU time's %M, one run) ↓", format: mib, optional: true},
-	{id: "get.warm.first.s", what: "first Get after a warm open ↓", format: dur},
-	{id: "get.warm.ops", what: "random Gets on 1 goroutine, warm, in a process that just opened the store, each value copied into a buffer the caller reuses (kv: GetAppend; bbolt: in the transaction; pebble: before the closer): per second ↑", format: ops,
+	{id: "cli.get.maxrss", what: "one-shot command: the process's peak resident set (GNU time's %M, one run) ↓", format: units.MiB, engines: []string{"kv", "bbolt"}, optional: true},
+	{id: "oneshot.get.s", what: "one-shot child of this program, warm: read-only open, one Get, close: wall time ↓", format: units.Dur},
+	{id: "oneshot.get.maxrss", what: "one-shot child: the process's peak resident set (GNU time's %M, one run) ↓", format: units.MiB, optional: true},
+	{id: "get.warm.first.s", what: "first Get after a warm open ↓", format: units.Dur},
+	{id: "get.warm.ops", what: "random Gets on 1 goroutine, warm, in a process that just opened the store, each value copied into a buffer the caller reuses (kv: GetAppend; bbolt: in the transaction; pebble: before the closer): per second ↑", format: units.Ops,
 		goals: []goal{{"kv÷bbolt ≥ 3×", func(_, b, _ float64) bool { return b >= 3 }}}},
-	{id: "get.warm.owned.ops", what: "the same Gets through kv's Get, whose entries are the caller's to keep (a copy of its own each): per second ↑", format: ops, engines: []string{"kv"}},
-	{id: "get.cold.first.s", what: "first Get after a cold open ↓", format: dur},
-	{id: "get.cold.first.majflt", what: "first Get after a cold open: major page faults (pages of a mapping read from the disk) ↓", format: count},
+	{id: "get.warm.owned.ops", what: "the same Gets through kv's Get, whose entries are the caller's to keep (a copy of its own each): per second ↑", format: units.Ops, engines: []string{"kv"}},
+	{id: "get.cold.first.s", what: "first Get after a cold open ↓", format: units.Dur},
+	{id: "get.cold.first.majflt", what: "first Get after a cold open: major page faults (pages of a mapping read from the disk) ↓", format: units.Count},
 	{id: "get.cold.first.read", what: "first Get after a cold open: bytes read from the disk (read_bytes: reads and faults, read-ahead included) ↓", format: kib},
-	{id: "get.cold.first.pages", what: "first Get after a cold open: pages read, the larger of the major faults and read bytes ÷ 4 KiB ↓", format: count,
+	{id: "get.cold.first.pages", what: "first Get after a cold open: pages read, the larger of the major faults and read bytes ÷ 4 KiB ↓", format: units.Count,
 		goals: []goal{{"kv ≤ 2 pages", func(kv, _, _ float64) bool { return kv <= 2 }}}},
-	{id: "scan.warm.kps", what: "full scan in key order, warm: keys per second (kv: Scan, whose entries stay valid: a copy of what it reads from the image) ↑", format: ops,
+	{id: "scan.warm.kps", what: "full scan in key order, warm: keys per second (kv: Scan, whose entries stay valid: a copy of what it reads from the image) ↑", format: units.Ops,
 		goals: []goal{{"kv÷pebble ≥ 1×", func(_, _, p float64) bool { return p >= 1 }}}},
-	{id: "scanview.warm.kps", what: "the same scan again, kv through ScanView (entries valid until the next step, as the peers' iterators give theirs) ↑", format: ops,
+	{id: "scanview.warm.kps", what: "the same scan again, kv through ScanView (entries valid until the next step, as the peers' iterators give theirs) ↑", format: units.Ops,
 		goals: []goal{{"kv÷pebble ≥ 1×", func(_, _, p float64) bool { return p >= 1 }}}},
 }
 
@@ -111,8 +111,8 @@ func report(w io.Writer, s saved) {
 	fmt.Fprintf(w, "- bbolt command: %s\n", s.BoltCLI)
 	fmt.Fprintf(w, "- data set: %d keys of %d bytes with %d-byte values, loaded in durable batches of %d; kv then checkpointed, pebble flushed\n", c.Keys, keySize, valueSize, batch)
 	fmt.Fprintf(w, "- files: kv %s, bbolt %s, pebble %s; built in kv %s, bbolt %s, pebble %s\n",
-		mib(float64(s.Sizes["kv"])), mib(float64(s.Sizes["bbolt"])), mib(float64(s.Sizes["pebble"])),
-		dur(s.Build["kv"]), dur(s.Build["bbolt"]), dur(s.Build["pebble"]))
+		units.MiB(float64(s.Sizes["kv"])), units.MiB(float64(s.Sizes["bbolt"])), units.MiB(float64(s.Sizes["pebble"])),
+		units.Dur(s.Build["kv"]), units.Dur(s.Build["bbolt"]), units.Dur(s.Build["pebble"]))
 	fmt.Fprintf(w, "- rounds: %d; random Gets %v after %v of warm-up; %d one-shot runs per process kind and round\n", c.Rounds, c.GetDur, c.GetDur/2, c.CLIRuns)
 	if len(s.Load) > 0 {
 		fmt.Fprintf(w, "- load: the machine's 1-minute load average before each step: %s on %d steps\n", spread(s.Load, func(x float64) string { return fmt.Sprintf("%.1f", x) }), len(s.Load))
@@ -190,7 +190,7 @@ func report(w io.Writer, s saved) {
 		read = append(read, figure(s, r, "kv", "reopen.cold.read"))
 	}
 	if rd := median(slices.DeleteFunc(read, math.IsNaN)); s.Sizes["kv"] > 0 && rd >= float64(s.Sizes["kv"])/2 {
-		fmt.Fprintf(w, "- kv's cold open read %s of its %s of files (`reopen.cold.read`, median): its first Get after it had nothing left to read from the disk, so `get.cold.first.pages` says nothing yet of a Get served from the files.\n", mib(rd), mib(float64(s.Sizes["kv"])))
+		fmt.Fprintf(w, "- kv's cold open read %s of its %s of files (`reopen.cold.read`, median): its first Get after it had nothing left to read from the disk, so `get.cold.first.pages` says nothing yet of a Get served from the files.\n", units.MiB(rd), units.MiB(float64(s.Sizes["kv"])))
 	}
 }
 
@@ -276,30 +276,6 @@ func num(x float64) string {
 	return fmt.Sprintf("%.4f", x)
 }
 
-func count(x float64) string { return fmt.Sprintf("%.0f", x) }
-
-func mib(b float64) string { return fmt.Sprintf("%.1f MiB", b/(1<<20)) }
-
 func kib(b float64) string { return fmt.Sprintf("%.0f KiB", b/(1<<10)) }
 
 func perKey(b float64) string { return fmt.Sprintf("%.1f B/key", b) }
-
-func ops(x float64) string {
-	if x >= 1e6 {
-		return fmt.Sprintf("%.2f M", x/1e6)
-	}
-	return fmt.Sprintf("%.0f k", x/1e3)
-}
-
-func dur(s float64) string {
-	d := time.Duration(s * 1e9)
-	switch {
-	case d < 10*time.Microsecond:
-		return fmt.Sprintf("%.2f µs", s*1e6)
-	case d < time.Millisecond:
-		return fmt.Sprintf("%.0f µs", s*1e6)
-	case d < time.Second:
-		return fmt.Sprintf("%.2f ms", s*1e3)
-	}
-	return fmt.Sprintf("%.2f s", s)
-}
