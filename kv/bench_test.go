@@ -347,6 +347,113 @@ func BenchmarkPut(b *testing.B) {
 	}
 }
 
+// BenchmarkPut64Paired measures durable puts by 64 writers against the
+// limit issue 20 sets them, 64 ÷ the latency of one raw O_APPEND
+// write+fdatasync, with both measured in alternating windows of 150 ms on
+// the same file system, so that the drift of a shared disk's latency
+// (here it moves by a factor of two within minutes) falls on both sides
+// of each ratio alike. Each iteration is one pair of windows: the 64
+// writers put for a window, then wait, their puts in flight finished,
+// while one goroutine appends and syncs for the next. x-limit is the
+// median over the pairs of (kv's puts per second) ÷ (64 ÷ the raw
+// latency); the goal is x-limit >= 0.6. ns-sync is kv's mean fdatasync,
+// and ns-turn the rest of a group's time (kv's time ÷ its groups, less
+// ns-sync): the acknowledgements, the writers' way back, the gathering,
+// evaluating, logging and applying of the next group, which no disk
+// makes shorter. Run it with -benchtime 30x.
+func BenchmarkPut64Paired(b *testing.B) {
+	const writers, window = 64, 150 * time.Millisecond
+	dir := b.TempDir()
+	s, err := kv.Open(filepath.Join(dir, "store"), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	app, err := os.OpenFile(filepath.Join(dir, "append"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer app.Close()
+
+	// gate: the writers hold it shared for each put; the raw window
+	// holds it alone, so that no put is in flight while it runs.
+	var gate sync.RWMutex
+	var puts atomic.Int64
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	errc := make(chan error, writers)
+	gate.Lock()
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			key := make([]byte, benchKeySize)
+			for i := 0; ; i++ {
+				gate.RLock()
+				if stop.Load() {
+					gate.RUnlock()
+					return
+				}
+				benchPutKey(key, w, i)
+				_, err := s.Put(key, benchValue)
+				gate.RUnlock()
+				if err != nil {
+					errc <- err
+					return
+				}
+				puts.Add(1)
+			}
+		}()
+	}
+	ratios := make([]float64, 0, b.N)
+	var kvRate, rawLat []float64
+	var kvTime time.Duration
+	b.ResetTimer()
+	for range b.N {
+		// kv's window.
+		n0, t0 := puts.Load(), time.Now()
+		gate.Unlock()
+		time.Sleep(window)
+		gate.Lock() // waits for the puts in flight
+		kvTime += time.Since(t0)
+		rate := float64(puts.Load()-n0) / time.Since(t0).Seconds()
+		// raw's window.
+		syncs, t1 := 0, time.Now()
+		for time.Since(t1) < window {
+			if _, err := app.Write(benchValue); err != nil {
+				b.Fatal(err)
+			}
+			if err := rawDatasync(int(app.Fd())); err != nil {
+				b.Fatal(err)
+			}
+			syncs++
+		}
+		lat := time.Since(t1).Seconds() / float64(syncs)
+		kvRate, rawLat = append(kvRate, rate), append(rawLat, lat)
+		ratios = append(ratios, rate/(writers/lat))
+	}
+	b.StopTimer()
+	stop.Store(true)
+	gate.Unlock()
+	wg.Wait()
+	select {
+	case err := <-errc:
+		b.Fatal(err)
+	default:
+	}
+	median := func(v []float64) float64 { v = slices.Clone(v); slices.Sort(v); return v[len(v)/2] }
+	b.ReportMetric(median(ratios), "x-limit")
+	b.ReportMetric(median(kvRate), "puts/s")
+	b.ReportMetric(median(rawLat)*1e9, "ns-raw")
+	st := s.Stats()
+	b.ReportMetric(st.AvgGroupSize, "avg-group")
+	if st.Groups > 0 {
+		sync := st.SyncLatency.Mean() * 1e9
+		b.ReportMetric(sync, "ns-sync")
+		b.ReportMetric(float64(kvTime.Nanoseconds())/float64(st.Groups)-sync, "ns-turn")
+	}
+}
+
 // BenchmarkPutPaired is BenchmarkPut's writers=1 case measured against its
 // yardsticks op by op, so that the noise of a shared disk falls on both
 // sides alike: each op is one raw O_APPEND write+fdatasync, one raw pwrite
