@@ -24,11 +24,13 @@ type dirBackend struct {
 
 // DefaultStoreOptions are the store options of Open, unless
 // WithStoreOptions gives others. A lock store is small and opened for
-// every operation, so it skips what pays off only for a store that stays
-// open: the preallocation of 1 MiB of log at each open, and the
-// checkpoint at open of whatever the last process logged (a few ms each
-// time); instead, a writer's open that replayed more than
-// CheckpointAfter bytes of log checkpoints before it closes.
+// every operation. Its own checkpoints are off (a negative
+// CheckpointBytes): under kv's default its log would grow to 64 MiB
+// between two, and every short-lived open would replay all of it;
+// instead, a writer's open that replayed more than CheckpointAfter bytes
+// of log checkpoints before it closes. Its log is not preallocated
+// (NoPreallocate), which keeps the files of a lock store small; an
+// acquire and release take the same time either way (bench/RESULTS.md).
 var DefaultStoreOptions = kv.Options{NoPreallocate: true, CheckpointBytes: -1}
 
 // CheckpointAfter is the log replayed at an open past which the lock

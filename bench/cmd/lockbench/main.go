@@ -19,7 +19,7 @@
 //     flock.New.
 //   - cycle, 1 process: Acquire+Release with filelock.Open (two store
 //     opens, two fdatasyncs), the same with kv's default store options
-//     (1 MiB of log preallocated and a checkpoint at each open), and with
+//     (log preallocated, checkpoints every 64 MiB of log), and with
 //     filelock.New on a store kept open (two fdatasyncs), against
 //     Lock+Unlock.
 //   - cycle, 16 processes: the wall time of 16 processes doing N cycles
