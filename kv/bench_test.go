@@ -347,6 +347,24 @@ func BenchmarkPut(b *testing.B) {
 	}
 }
 
+// pairedSetup makes what the paired benchmarks share: in a new
+// directory, a store (default options) and a file to append to with
+// O_APPEND, both closed when b ends.
+func pairedSetup(b *testing.B) (dir string, s *kv.Store, app *os.File) {
+	dir = b.TempDir()
+	s, err := kv.Open(filepath.Join(dir, "store"), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	app, err = os.OpenFile(filepath.Join(dir, "append"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { app.Close() })
+	return dir, s, app
+}
+
 // BenchmarkPut64Paired measures durable puts by 64 writers against the
 // limit issue 20 sets them, 64 ÷ the latency of one raw O_APPEND
 // write+fdatasync, with both measured in alternating windows of 150 ms on
@@ -363,17 +381,7 @@ func BenchmarkPut(b *testing.B) {
 // makes shorter. Run it with -benchtime 30x.
 func BenchmarkPut64Paired(b *testing.B) {
 	const writers, window = 64, 150 * time.Millisecond
-	dir := b.TempDir()
-	s, err := kv.Open(filepath.Join(dir, "store"), nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	app, err := os.OpenFile(filepath.Join(dir, "append"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer app.Close()
+	_, s, app := pairedSetup(b)
 
 	// gate: the writers hold it shared for each put; the raw window
 	// holds it alone, so that no put is in flight while it runs.
@@ -462,17 +470,7 @@ func BenchmarkPut64Paired(b *testing.B) {
 // over the raw p50s (the targets are about x-append <= 1).
 func BenchmarkPutPaired(b *testing.B) {
 	b.Run("sync=always/writers=1", func(b *testing.B) {
-		dir := b.TempDir()
-		s, err := kv.Open(filepath.Join(dir, "store"), nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer s.Close()
-		app, err := os.OpenFile(filepath.Join(dir, "append"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer app.Close()
+		dir, s, app := pairedSetup(b)
 		pre, err := os.OpenFile(filepath.Join(dir, "prealloc"), os.O_RDWR|os.O_CREATE, 0o644)
 		if err != nil {
 			b.Fatal(err)
