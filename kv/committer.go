@@ -68,12 +68,10 @@ type shared struct {
 	expiredOrder []LeaseID
 
 	// The hand-off. A writer counts itself in writers, queues its
-	// request on reqs and waits; leave counts it out and, while the
-	// committer waits for writers to come back (gathering), nudges it.
-	reqs      chan *request
-	writers   atomic.Int64
-	gathering atomic.Bool
-	nudge     chan struct{}
+	// request on reqs and waits; leave counts it out, which a committer
+	// waiting for writers to come back (gather) sees at its next poll.
+	reqs    chan *request
+	writers atomic.Int64
 }
 
 // committer owns the log and the group being formed. Only its goroutine

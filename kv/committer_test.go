@@ -16,7 +16,7 @@ import (
 // testCommitter returns a committer over m that evaluates and gathers
 // but has no log: commit and checkpoints need one.
 func testCommitter(m *record.Map) *committer {
-	sh := &shared{m: layered.New(m, nil), reqs: make(chan *request, 2*maxBatch), nudge: make(chan struct{}, 1),
+	sh := &shared{m: layered.New(m, nil), reqs: make(chan *request, 2*maxBatch),
 		hist: newHistory(m.Revision(), DefaultWatchHistoryBytes)}
 	var o Options
 	return newCommitter(sh, nil, "", o.logger(), o, nil)
@@ -213,8 +213,8 @@ func TestGatherTakesWaiting(t *testing.T) {
 
 // TestGatherWaitsForWriters: with more writers inside write than
 // requests queued, gather waits for them: one that arrives joins the
-// group, and one that leaves without a request ends the wait (the
-// nudge), however long the gap allowed.
+// group, and one that leaves without a request ends the wait, however
+// long the gap allowed.
 func TestGatherWaitsForWriters(t *testing.T) {
 	c := testCommitter(record.NewMap())
 	c.lastSync = time.Hour
@@ -222,18 +222,19 @@ func TestGatherWaitsForWriters(t *testing.T) {
 	c.writers.Store(3)
 	c.begin()
 	c.take(single(PutOp([]byte("first"), nil)))
-	go func() {
-		for !c.gathering.Load() {
-			time.Sleep(time.Millisecond)
-		}
-		c.reqs <- single(PutOp([]byte("second"), nil)) // a writer on its way
-		for len(c.reqs) > 0 {
-			time.Sleep(time.Millisecond)
-		}
-		c.leave() // the third goes away
-	}()
 	done := make(chan struct{})
 	go func() { c.gather(); close(done) }()
+	time.Sleep(10 * time.Millisecond) // gather is waiting by now, most likely
+	select {
+	case <-done:
+		t.Fatal("gather returned with two of three writers in the group")
+	default:
+	}
+	c.reqs <- single(PutOp([]byte("second"), nil)) // a writer on its way
+	for len(c.reqs) > 0 {
+		time.Sleep(time.Millisecond)
+	}
+	c.leave() // the third goes away
 	select {
 	case <-done:
 	case <-time.After(time.Minute):
@@ -254,7 +255,7 @@ func TestGatherLoneWriter(t *testing.T) {
 	c.begin()
 	c.take(single(PutOp([]byte("a"), nil)))
 	c.gather() // would hang for an hour if it waited
-	if len(c.g.reqs) != 1 || c.gathering.Load() {
-		t.Errorf("group of %d, gathering %v", len(c.g.reqs), c.gathering.Load())
+	if len(c.g.reqs) != 1 {
+		t.Errorf("group of %d", len(c.g.reqs))
 	}
 }

@@ -1,6 +1,7 @@
 package kv
 
 import (
+	"runtime"
 	"time"
 )
 
@@ -20,10 +21,19 @@ const (
 // way: writers acknowledged by the last group, woken but not yet back.
 // Rather than sync without them and make them wait a whole sync for the
 // next group, wait for them, until each writer is either in the group or
-// gone (leave nudges the wait), or at most a short gap passes without one,
-// and all of it at most a fraction of a sync. A lone writer never waits.
-// Requests are evaluated as they come, so that the wait for the last of
-// them hides the evaluation of the others.
+// gone (it counts itself out of writers), or at most a short gap passes
+// without one, and all of it at most a fraction of a sync. A lone writer
+// never waits. Requests are evaluated as they come, so that the wait for
+// the last of them hides the evaluation of the others.
+//
+// The wait polls the queue and yields the processor between polls
+// (runtime.Gosched) instead of sleeping on it: a sleeping committer is
+// woken by each arrival, a wake-up that costs the writer a hand-off to
+// another thread, and with 64 writers those wake-ups were half of the
+// time from one sync to the next (bench/RESULTS.md). A yield lets the
+// writers that the last group woke run first, on this processor too, so
+// the poll takes no time from them; what it costs is a processor kept
+// busy for at most the wait, which is bounded as before.
 func (c *committer) gather() {
 	g := &c.g
 	c.drain()
@@ -34,32 +44,21 @@ func (c *committer) gather() {
 	if gap <= 0 {
 		return
 	}
-	// gathering is set before writers is read again, and leave changes
-	// writers before it reads gathering: a writer that leaves now is
-	// either counted out below or nudges.
-	c.gathering.Store(true)
-	defer c.gathering.Store(false)
-	select {
-	case <-c.nudge: // stale
-	default:
-	}
-	deadline := time.Now().Add(min(c.lastSync/2, c.gatherWait))
-	timer := time.NewTimer(gap)
-	defer timer.Stop()
+	last := time.Now()
+	deadline := last.Add(min(c.lastSync/2, c.gatherWait))
 	for len(g.reqs) < maxBatch && len(g.reqs) < int(c.writers.Load()) {
 		select {
 		case r := <-c.reqs:
 			c.take(r)
 			c.drain()
-			left := time.Until(deadline)
-			if left <= 0 {
-				return
-			}
-			timer.Reset(min(gap, left))
-		case <-c.nudge:
-		case <-timer.C:
+			last = time.Now()
+			continue
+		default:
+		}
+		if now := time.Now(); now.Sub(last) >= gap || !now.Before(deadline) {
 			return
 		}
+		runtime.Gosched()
 	}
 }
 

@@ -65,16 +65,8 @@ func (s *Store) write(r *request) error {
 }
 
 // leave ends a write: a committer waiting for this writer to come back
-// learns that it will not (see gather).
-func (sh *shared) leave() {
-	sh.writers.Add(-1)
-	if sh.gathering.Load() {
-		select {
-		case sh.nudge <- struct{}{}:
-		default:
-		}
-	}
-}
+// learns, at its next poll, that it will not (see gather).
+func (sh *shared) leave() { sh.writers.Add(-1) }
 
 // enqueue validates r and hands it to the committer.
 func (s *Store) enqueue(r *request) error {
