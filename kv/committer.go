@@ -97,6 +97,11 @@ type committer struct {
 	quit  chan struct{}
 	done  chan struct{}
 	flush chan struct{}
+	// histJob hands the flusher a group's changes for the watch
+	// history, and histDone says it has added them (see histDuringSync);
+	// nil until the flusher runs.
+	histJob  chan []staged
+	histDone chan struct{}
 
 	// gatherGap and gatherWait bound gather's wait for writers (the
 	// constants of the same names; a test lengthens them).
@@ -148,6 +153,7 @@ func newCommitter(sh *shared, fsys vfs.FS, dir string, log *slog.Logger, opts Op
 
 // start runs the committer and the flusher.
 func (c *committer) start() {
+	c.histJob, c.histDone = make(chan []staged, 1), make(chan struct{}, 1)
 	go c.flusher()
 	go c.run()
 }

@@ -17,8 +17,21 @@ func (c *committer) kickFlush() {
 // It takes the changes in parts, letting go of the lock between them, so
 // that a backlog (big transactions do not wake it) holds up Get and the
 // committer for a part at a time.
+//
+// It also adds a group's changes to the watch history while the group
+// syncs, when the committer hands them over on histJob (see
+// histDuringSync), and says on histDone that it has, before it flushes.
 func (c *committer) flusher() {
-	for range c.flush {
+	for {
+		select {
+		case changes := <-c.histJob:
+			c.hist.add(changes)
+			c.histDone <- struct{}{}
+		case _, ok := <-c.flush:
+			if !ok {
+				return
+			}
+		}
 		for left := 1; left > 0; {
 			c.mu.Lock()
 			left = c.m.FlushSome(flushPart)
