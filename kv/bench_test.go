@@ -462,6 +462,175 @@ func BenchmarkPut64Paired(b *testing.B) {
 	}
 }
 
+// BenchmarkPut64Floor is BenchmarkPut64Paired with no store behind the
+// hand-off: 64 writers queue a request each on a channel and wait on
+// their own, one goroutine takes them as gather does (at most a 50 µs gap
+// after the last and 300 µs in all), writes 116 bytes for each with one
+// write into space reserved as kv's log reserves it, syncs, and
+// acknowledges them, in the same alternating windows against the raw
+// sync. Its x-limit is what the hand-off alone leaves of the limit on
+// this machine, the bound kv's x-limit approaches as its own work per
+// group shrinks; gather=asleep waits in a select on the queue and a timer
+// (the committer's way before it polled), gather=polling polls the queue
+// and yields between polls (kv's). Run it with -benchtime 30x.
+func BenchmarkPut64Floor(b *testing.B) {
+	for _, polling := range []bool{false, true} {
+		name := "gather=asleep"
+		if polling {
+			name = "gather=polling"
+		}
+		b.Run(name, func(b *testing.B) { put64Floor(b, polling) })
+	}
+}
+
+func put64Floor(b *testing.B, polling bool) {
+	const writers, window, recSize = 64, 150 * time.Millisecond, 116
+	const gap, wait = 50 * time.Microsecond, 300 * time.Microsecond
+	dir, _, app := pairedSetup(b)
+	// The log: space written with zeros and synced first, as kv's log
+	// reserves its space, so that a sync flushes no file size.
+	const logSize = 32 << 20
+	f, err := os.OpenFile(filepath.Join(dir, "floor"), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Write(make([]byte, logSize)); err != nil {
+		b.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
+		b.Fatal(err)
+	}
+	type request struct{ done chan struct{} }
+	reqs := make(chan *request, 1024)
+	var inside atomic.Int64 // writers between their request and its answer
+	var gate sync.RWMutex
+	var stop atomic.Bool
+	var puts atomic.Int64
+	var wg sync.WaitGroup
+	gate.Lock()
+	for range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := &request{done: make(chan struct{}, 1)}
+			for {
+				gate.RLock()
+				if stop.Load() {
+					gate.RUnlock()
+					return
+				}
+				inside.Add(1)
+				reqs <- r
+				<-r.done
+				inside.Add(-1)
+				gate.RUnlock()
+				puts.Add(1)
+			}
+		}()
+	}
+	// The committer: a group per turn, until quit.
+	var groups, syncTime atomic.Int64
+	quit := make(chan struct{})
+	committed := make(chan struct{})
+	go func() {
+		defer close(committed)
+		var g []*request
+		buf := make([]byte, 0, 1<<20)
+		var off int64
+		for {
+			var first *request
+			select {
+			case first = <-reqs:
+			case <-quit:
+				return
+			}
+			g = append(g[:0], first)
+			last := time.Now()
+			deadline := last.Add(wait)
+			timer := time.NewTimer(gap)
+			for len(g) < int(inside.Load()) {
+				if polling {
+					select {
+					case r := <-reqs:
+						g, last = append(g, r), time.Now()
+						continue
+					default:
+					}
+					if now := time.Now(); now.Sub(last) >= gap || !now.Before(deadline) {
+						break
+					}
+					runtime.Gosched()
+					continue
+				}
+				select {
+				case r := <-reqs:
+					g = append(g, r)
+					timer.Reset(min(gap, time.Until(deadline)))
+					continue
+				case <-timer.C:
+				}
+				break
+			}
+			timer.Stop()
+			buf = buf[:len(g)*recSize]
+			if off+int64(len(buf)) > logSize {
+				off = 0
+			}
+			if _, err := f.WriteAt(buf, off); err != nil {
+				panic(err)
+			}
+			off += int64(len(buf))
+			t := time.Now()
+			if err := rawDatasync(int(f.Fd())); err != nil {
+				panic(err)
+			}
+			syncTime.Add(int64(time.Since(t)))
+			groups.Add(1)
+			for _, r := range g {
+				r.done <- struct{}{}
+			}
+		}
+	}()
+	ratios := make([]float64, 0, b.N)
+	var floorTime time.Duration
+	b.ResetTimer()
+	for range b.N {
+		n0, t0 := puts.Load(), time.Now()
+		gate.Unlock()
+		time.Sleep(window)
+		gate.Lock()
+		floorTime += time.Since(t0)
+		rate := float64(puts.Load()-n0) / time.Since(t0).Seconds()
+		syncs, t1 := 0, time.Now()
+		for time.Since(t1) < window {
+			if _, err := app.Write(benchValue); err != nil {
+				b.Fatal(err)
+			}
+			if err := rawDatasync(int(app.Fd())); err != nil {
+				b.Fatal(err)
+			}
+			syncs++
+		}
+		lat := time.Since(t1).Seconds() / float64(syncs)
+		ratios = append(ratios, rate/(writers/lat))
+	}
+	b.StopTimer()
+	stop.Store(true)
+	gate.Unlock()
+	wg.Wait()
+	close(quit)
+	<-committed
+	slices.Sort(ratios)
+	b.ReportMetric(ratios[len(ratios)/2], "x-limit")
+	if n := groups.Load(); n > 0 {
+		b.ReportMetric(float64(puts.Load())/float64(n), "avg-group")
+		sync := float64(syncTime.Load()) / float64(n)
+		b.ReportMetric(sync, "ns-sync")
+		b.ReportMetric(float64(floorTime.Nanoseconds())/float64(n)-sync, "ns-turn")
+	}
+}
+
 // BenchmarkPutPaired is BenchmarkPut's writers=1 case measured against its
 // yardsticks op by op, so that the noise of a shared disk falls on both
 // sides alike: each op is one raw O_APPEND write+fdatasync, one raw pwrite
