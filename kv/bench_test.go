@@ -365,6 +365,34 @@ func pairedSetup(b *testing.B) (dir string, s *kv.Store, app *os.File) {
 	return dir, s, app
 }
 
+// putWindow opens gate, which the writers hold shared for each put, for
+// window, and returns their puts per second and the time until the puts
+// in flight at its end had finished.
+func putWindow(gate *sync.RWMutex, puts *atomic.Int64, window time.Duration) (rate float64, took time.Duration) {
+	n0, t0 := puts.Load(), time.Now()
+	gate.Unlock()
+	time.Sleep(window)
+	gate.Lock() // waits for the puts in flight
+	took = time.Since(t0)
+	return float64(puts.Load()-n0) / took.Seconds(), took
+}
+
+// rawWindow appends benchValue to app and syncs it, one after the
+// other, for window, and returns the mean latency of one, in seconds.
+func rawWindow(b *testing.B, app *os.File, window time.Duration) float64 {
+	syncs, t0 := 0, time.Now()
+	for time.Since(t0) < window {
+		if _, err := app.Write(benchValue); err != nil {
+			b.Fatal(err)
+		}
+		if err := rawDatasync(int(app.Fd())); err != nil {
+			b.Fatal(err)
+		}
+		syncs++
+	}
+	return time.Since(t0).Seconds() / float64(syncs)
+}
+
 // BenchmarkPut64Paired measures durable puts by 64 writers against the
 // limit issue 20 sets them, 64 ÷ the latency of one raw O_APPEND
 // write+fdatasync, with both measured in alternating windows of 150 ms on
@@ -418,25 +446,9 @@ func BenchmarkPut64Paired(b *testing.B) {
 	var kvTime time.Duration
 	b.ResetTimer()
 	for range b.N {
-		// kv's window.
-		n0, t0 := puts.Load(), time.Now()
-		gate.Unlock()
-		time.Sleep(window)
-		gate.Lock() // waits for the puts in flight
-		kvTime += time.Since(t0)
-		rate := float64(puts.Load()-n0) / time.Since(t0).Seconds()
-		// raw's window.
-		syncs, t1 := 0, time.Now()
-		for time.Since(t1) < window {
-			if _, err := app.Write(benchValue); err != nil {
-				b.Fatal(err)
-			}
-			if err := rawDatasync(int(app.Fd())); err != nil {
-				b.Fatal(err)
-			}
-			syncs++
-		}
-		lat := time.Since(t1).Seconds() / float64(syncs)
+		rate, took := putWindow(&gate, &puts, window)
+		kvTime += took
+		lat := rawWindow(b, app, window)
 		kvRate, rawLat = append(kvRate, rate), append(rawLat, lat)
 		ratios = append(ratios, rate/(writers/lat))
 	}
@@ -596,24 +608,9 @@ func put64Floor(b *testing.B, polling bool) {
 	var floorTime time.Duration
 	b.ResetTimer()
 	for range b.N {
-		n0, t0 := puts.Load(), time.Now()
-		gate.Unlock()
-		time.Sleep(window)
-		gate.Lock()
-		floorTime += time.Since(t0)
-		rate := float64(puts.Load()-n0) / time.Since(t0).Seconds()
-		syncs, t1 := 0, time.Now()
-		for time.Since(t1) < window {
-			if _, err := app.Write(benchValue); err != nil {
-				b.Fatal(err)
-			}
-			if err := rawDatasync(int(app.Fd())); err != nil {
-				b.Fatal(err)
-			}
-			syncs++
-		}
-		lat := time.Since(t1).Seconds() / float64(syncs)
-		ratios = append(ratios, rate/(writers/lat))
+		rate, took := putWindow(&gate, &puts, window)
+		floorTime += took
+		ratios = append(ratios, rate/(writers/rawWindow(b, app, window)))
 	}
 	b.StopTimer()
 	stop.Store(true)
