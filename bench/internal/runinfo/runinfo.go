@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -20,7 +21,7 @@ import (
 // Info is what a results file says about its run.
 type Info struct {
 	Date    string `json:"date"`    // UTC, RFC 3339
-	Commit  string `json:"commit"`  // git HEAD, with "+dirty" if tracked files differ from it
+	Commit  string `json:"commit"`  // the build's commit, or git HEAD, with "+dirty" for changes (see commit)
 	Command string `json:"command"` // as run from bench/
 	Machine string `json:"machine"` // CPU, cores, memory, kernel, Go, file system
 }
@@ -54,10 +55,18 @@ func quoteArgs(args []string) []string {
 	return out
 }
 
-// commit returns the repository's HEAD, marked "+dirty" when a tracked
-// file differs from it (an untracked file, such as the results file being
-// written, does not count).
+// commit returns the commit the program was built from, when the go
+// command stamped it into the binary (go build does, go run does not:
+// a binary built at one commit and run from a checkout of another would
+// otherwise be described by the checkout), marked "+dirty" when the
+// build's tree had changes (which, to the go command, include untracked
+// files). Else it returns the repository's HEAD, marked "+dirty" when a
+// tracked file differs from it (an untracked file, such as the results
+// file being written, does not count).
 func commit() string {
+	if c := builtFrom(); c != "" {
+		return c
+	}
 	out, err := exec.Command("git", "rev-parse", "--short=12", "HEAD").Output()
 	if err != nil {
 		return "unknown (git rev-parse failed)"
@@ -71,6 +80,38 @@ func commit() string {
 		c += "+dirty"
 	}
 	return c
+}
+
+// builtFrom returns the VCS revision stamped into the binary, short, with
+// "+dirty" when the tree had changes, or "" when none was stamped.
+func builtFrom() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return ""
+	}
+	return revision(bi.Settings)
+}
+
+// revision is builtFrom's reading of a build's settings.
+func revision(settings []debug.BuildSetting) string {
+	var rev string
+	var modified bool
+	for _, s := range settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			modified = s.Value == "true"
+		}
+	}
+	if rev == "" {
+		return ""
+	}
+	rev = rev[:min(len(rev), 12)]
+	if modified {
+		rev += "+dirty"
+	}
+	return rev
 }
 
 // machine is one line: CPU model and count, memory, kernel, Go, and the
