@@ -70,9 +70,15 @@ func (c *committer) commit() {
 		c.lastSync = time.Since(start)
 		if during {
 			// The group's entries are the scratch's until the next
-			// group begins, and the map's until apply: the flusher must
-			// have read them by then.
-			<-c.histDone
+			// group begins, and the map's until apply: the history must
+			// have them by then. A flusher still busy with a backlog has
+			// not taken the job: the committer takes it back and adds
+			// them itself, rather than wait for the backlog.
+			select {
+			case changes := <-c.histJob:
+				c.hist.add(changes)
+			case <-c.histDone:
+			}
 		}
 		c.metrics.syncLatency.observeDuration(c.lastSync)
 		if err != nil {

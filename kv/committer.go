@@ -154,7 +154,7 @@ func newCommitter(sh *shared, fsys vfs.FS, dir string, log *slog.Logger, opts Op
 // start runs the committer and the flusher.
 func (c *committer) start() {
 	c.histJob, c.histDone = make(chan []staged, 1), make(chan struct{}, 1)
-	go c.flusher()
+	go c.flusher(c.histJob, c.histDone)
 	go c.run()
 }
 

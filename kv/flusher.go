@@ -19,14 +19,14 @@ func (c *committer) kickFlush() {
 // committer for a part at a time.
 //
 // It also adds a group's changes to the watch history while the group
-// syncs, when the committer hands them over on histJob (see
-// histDuringSync), and says on histDone that it has, before it flushes.
-func (c *committer) flusher() {
+// syncs, when the committer hands them over on jobs (committer.histJob,
+// see histDuringSync), and says on done that it has, before it flushes.
+func (c *committer) flusher(jobs <-chan []staged, done chan<- struct{}) {
 	for {
 		select {
-		case changes := <-c.histJob:
+		case changes := <-jobs:
 			c.hist.add(changes)
-			c.histDone <- struct{}{}
+			done <- struct{}{}
 		case _, ok := <-c.flush:
 			if !ok {
 				return
