@@ -29,8 +29,9 @@ const (
 // The wait polls the queue and yields the processor between polls
 // (runtime.Gosched) instead of sleeping on it: a sleeping committer is
 // woken by each arrival, a wake-up that costs the writer a hand-off to
-// another thread, and with 64 writers those wake-ups were half of the
-// time from one sync to the next (bench/RESULTS.md). A yield lets the
+// another thread; with 64 writers those wake-ups were a good part of the
+// time from one sync to the next (BenchmarkPut64Floor models the
+// hand-off alone; bench/RESULTS.md has the figures). A yield lets the
 // writers that the last group woke run first, on this processor too, so
 // the poll takes no time from them; what it costs is a processor kept
 // busy for at most the wait, which is bounded as before.
