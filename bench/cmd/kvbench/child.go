@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -66,6 +67,8 @@ func runChild(arg string) error {
 	switch t.Name {
 	case "puts":
 		err = childPuts(&t, &res)
+	case "pairedputs":
+		err = childPairedPuts(&t, &res)
 	case "load":
 		err = childLoad(&t, &res)
 	case "coldget":
@@ -87,6 +90,95 @@ func runChild(arg string) error {
 		return fmt.Errorf("%s on %s: %w", t.Name, t.Engine, err)
 	}
 	return json.NewEncoder(os.Stdout).Encode(res)
+}
+
+// pairWindow is the length of each of childPairedPuts's windows.
+const pairWindow = 150 * time.Millisecond
+
+// childPairedPuts measures issue 20's ratio for the put workload:
+// t.Writers goroutines of durable Puts on a new store, in windows of
+// pairWindow, each followed by a window in which one goroutine puts into
+// the raw engine (in a directory beside the store), for PutDur in all.
+// Its "limit" is the median over the pairs of (the store's puts per
+// second) ÷ (t.Writers ÷ raw's mean latency). The puts workload measures
+// the store's writers and raw's one writer in runs seconds apart, on a
+// disk whose latency can move by a factor of two in that time; here each
+// pair of windows is 300 ms.
+func childPairedPuts(t *task, res *result) error {
+	e, err := engine.Open(t.Engine, filepath.Join(t.Dir, "store"), engine.Options{})
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	raw, err := engine.Open("raw", filepath.Join(t.Dir, "raw"), engine.Options{})
+	if err != nil {
+		return err
+	}
+	defer raw.Close()
+	const perWriter = 1 << 16 // keys per writer, reused round-robin
+	// gate: the writers hold it shared for each put, the raw window
+	// alone, so that no put is in flight while raw's run.
+	var gate sync.RWMutex
+	var puts atomic.Int64
+	var stop atomic.Bool
+	errs := make([]error, t.Writers)
+	var wg sync.WaitGroup
+	gate.Lock()
+	for w := range t.Writers {
+		wg.Go(func() {
+			k, v := make([]byte, keySize), make([]byte, valueSize)
+			for i := 0; ; i++ {
+				gate.RLock()
+				if stop.Load() {
+					gate.RUnlock()
+					return
+				}
+				putKey(k, w, i%perWriter)
+				err := e.Put(k, dataset.Value(v, k, uint64(i)))
+				if err == nil {
+					puts.Add(1)
+				}
+				gate.RUnlock()
+				if err != nil {
+					errs[w] = err
+					return
+				}
+			}
+		})
+	}
+	pairs := max(1, int(t.Config.PutDur/(2*pairWindow)))
+	ratios := make([]float64, 0, pairs)
+	rk, rv := make([]byte, keySize), make([]byte, valueSize)
+	var rawErr error
+	for j := 0; len(ratios) < pairs && rawErr == nil; {
+		n0, t0 := puts.Load(), time.Now()
+		gate.Unlock()
+		time.Sleep(pairWindow)
+		gate.Lock() // waits for the puts in flight
+		rate := float64(puts.Load()-n0) / time.Since(t0).Seconds()
+		n, t1 := 0, time.Now()
+		for time.Since(t1) < pairWindow {
+			putKey(rk, 0, j)
+			if rawErr = raw.Put(rk, dataset.Value(rv, rk, uint64(j))); rawErr != nil {
+				break
+			}
+			j++
+			n++
+		}
+		if n > 0 {
+			lat := time.Since(t1).Seconds() / float64(n)
+			ratios = append(ratios, rate/(float64(t.Writers)/lat))
+		}
+	}
+	stop.Store(true)
+	gate.Unlock()
+	wg.Wait()
+	if err := errors.Join(append(errs, rawErr)...); err != nil {
+		return err
+	}
+	slices.Sort(ratios)
+	res.Metrics["limit"] = ratios[len(ratios)/2]
+	return nil
 }
 
 // childPuts runs t.Writers goroutines of durable Puts for PutDur on a new

@@ -332,6 +332,21 @@ func (r *runner) round(round int) error {
 				fmtCount(res.Metrics["ops"]), fmtDur(res.Metrics["p50"]), fmtDur(res.Metrics["p99"]), res.Note)
 		}
 	}
+	if w := pairedWriters(r.c); w > 0 {
+		for _, e := range engines {
+			if e == "raw" {
+				continue // the limit itself
+			}
+			d := r.dir(fmt.Sprintf("pairedputs-%s-%d", e, w))
+			res, err := r.child(task{Name: "pairedputs", Engine: e, Dir: d, Writers: w})
+			os.RemoveAll(d)
+			if err != nil {
+				return err
+			}
+			r.record(e, round, fmt.Sprintf("put%d.", w), res)
+			r.progress("%s puts paired with raw's, %-10s %-6s %.2f of the limit", tag, writersName(w), e, res.Metrics["limit"])
+		}
+	}
 	if r.c.NoLoad {
 		return nil
 	}

@@ -66,6 +66,7 @@ const (
 	perKey               // bytes per key
 	mbPerSec             // bandwidth
 	times                // a plain factor
+	fraction             // a ratio below 1, mostly
 )
 
 func (u unit) format(v float64) string {
@@ -80,6 +81,8 @@ func (u unit) format(v float64) string {
 		return fmt.Sprintf("%.0f B", v)
 	case mbPerSec:
 		return fmt.Sprintf("%.0f MB/s", v)
+	case fraction:
+		return fmt.Sprintf("%.2f", v)
 	}
 	return fmt.Sprintf("%.1f", v)
 }
@@ -166,6 +169,11 @@ func rows(c config) []row {
 		w := c.Writers[n-1]
 		rs = append(rs, row{fmt.Sprintf("put%d.group", w), fmt.Sprintf("average group commit, %d writers", w), times, true, "", false})
 	}
+	if w := pairedWriters(c); w > 0 {
+		rs = append(rs, row{fmt.Sprintf("put%d.limit", w),
+			fmt.Sprintf("durable puts, %d writers, in 150 ms windows alternating with raw's: ops/s ÷ (%d ÷ raw's latency), median of the pairs", w, w),
+			fraction, true, "", true})
+	}
 	keys := fmtKeys(c.Keys)
 	replay := fmt.Sprintf("%d MiB", c.ReplayBytes>>20)
 	rd := c.ReadDur
@@ -201,6 +209,16 @@ func rows(c config) []row {
 		row{"memtouch", fmt.Sprintf("first write to each page of %s of memory new to the process", replay), mbPerSec, true, "", false},
 	)
 	return rs
+}
+
+// pairedWriters is the writer count of the paired put workload
+// (childPairedPuts): the last of -writers, when it is more than one;
+// else 0, for none.
+func pairedWriters(c config) int {
+	if n := len(c.Writers); n > 0 && c.Writers[n-1] > 1 {
+		return c.Writers[n-1]
+	}
+	return 0
 }
 
 func writersName(w int) string {
