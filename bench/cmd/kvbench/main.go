@@ -314,6 +314,20 @@ func (r *runner) order(round int) []string {
 	return append(slices.Clone(r.engines[k:]), r.engines[:k]...)
 }
 
+// putRun runs the put task name (puts, pairedputs) of w writers on
+// engine e, in a new directory removed after it, and records its figures
+// as put<w>.*.
+func (r *runner) putRun(round int, name, e string, w int) (result, error) {
+	d := r.dir(fmt.Sprintf("%s-%s-%d", name, e, w))
+	res, err := r.child(task{Name: name, Engine: e, Dir: d, Writers: w})
+	os.RemoveAll(d)
+	if err != nil {
+		return res, err
+	}
+	r.record(e, round, fmt.Sprintf("put%d.", w), res)
+	return res, nil
+}
+
 // round runs one round of the put, load, reopen, get, scan and mixed
 // workloads, every engine in turn for each.
 func (r *runner) round(round int) error {
@@ -321,13 +335,10 @@ func (r *runner) round(round int) error {
 	engines := r.order(round)
 	for _, w := range r.c.Writers {
 		for _, e := range engines {
-			d := r.dir(fmt.Sprintf("puts-%s-%d", e, w))
-			res, err := r.child(task{Name: "puts", Engine: e, Dir: d, Writers: w})
-			os.RemoveAll(d)
+			res, err := r.putRun(round, "puts", e, w)
 			if err != nil {
 				return err
 			}
-			r.record(e, round, fmt.Sprintf("put%d.", w), res)
 			r.progress("%s puts, %-10s %-6s %s/s, p50 %s, p99 %s (%s)", tag, writersName(w), e,
 				fmtCount(res.Metrics["ops"]), fmtDur(res.Metrics["p50"]), fmtDur(res.Metrics["p99"]), res.Note)
 		}
@@ -337,13 +348,10 @@ func (r *runner) round(round int) error {
 			if e == "raw" {
 				continue // the limit itself
 			}
-			d := r.dir(fmt.Sprintf("pairedputs-%s-%d", e, w))
-			res, err := r.child(task{Name: "pairedputs", Engine: e, Dir: d, Writers: w})
-			os.RemoveAll(d)
+			res, err := r.putRun(round, "pairedputs", e, w)
 			if err != nil {
 				return err
 			}
-			r.record(e, round, fmt.Sprintf("put%d.", w), res)
 			r.progress("%s puts paired with raw's, %-10s %-6s %.2f of the limit", tag, writersName(w), e, res.Metrics["limit"])
 		}
 	}
