@@ -183,10 +183,16 @@ func (c *committer) run() {
 		c.armExpiry()
 		select {
 		case r := <-c.reqs:
-			c.begin()
-			c.take(r)
-			c.gather()
-			c.commit()
+			for n := 0; r != nil; n++ {
+				c.begin()
+				c.take(r)
+				c.gather()
+				c.commit()
+				if n == chainMax {
+					break
+				}
+				r = c.awaitNext()
+			}
 			idle.Reset(markDelay)
 		case <-c.expiry:
 			c.expire()

@@ -259,3 +259,40 @@ func TestGatherLoneWriter(t *testing.T) {
 		t.Errorf("group of %d", len(c.g.reqs))
 	}
 }
+
+// TestAwaitNext: after a group, the committer polls for the next group's
+// first request only while writers are inside write, and for at most
+// gather's gap.
+func TestAwaitNext(t *testing.T) {
+	c := testCommitter(record.NewMap())
+	c.lastSync = time.Hour
+	c.gatherGap = time.Hour
+	if r := c.awaitNext(); r != nil {
+		t.Fatal("a request with no writer inside write")
+	}
+	c.writers.Store(1)
+	want := single(PutOp([]byte("a"), nil))
+	c.reqs <- want
+	if r := c.awaitNext(); r != want {
+		t.Fatalf("got %v, want the queued request", r)
+	}
+	// A writer that leaves ends the wait, however long the gap.
+	done := make(chan *request)
+	go func() { done <- c.awaitNext() }()
+	time.Sleep(10 * time.Millisecond)
+	c.leave()
+	select {
+	case r := <-done:
+		if r != nil {
+			t.Errorf("got %v after the writer left", r)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("awaitNext still waits a minute after the last writer left")
+	}
+	// The gap bounds it.
+	c.writers.Store(1)
+	c.gatherGap = time.Millisecond
+	if r := c.awaitNext(); r != nil {
+		t.Errorf("got %v with nothing queued", r)
+	}
+}
