@@ -188,7 +188,7 @@ func (c *committer) run() {
 				c.take(r)
 				c.gather()
 				c.commit()
-				if n == chainMax {
+				if n+1 == chainMax {
 					break
 				}
 				r = c.awaitNext()
