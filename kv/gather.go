@@ -38,29 +38,43 @@ const (
 func (c *committer) gather() {
 	g := &c.g
 	c.drain()
-	if len(g.reqs) >= int(c.writers.Load()) || len(g.reqs) >= maxBatch {
-		return
-	}
 	gap := min(c.lastSync/8, c.gatherGap)
 	if gap <= 0 {
 		return
 	}
 	last := time.Now()
 	deadline := last.Add(min(c.lastSync/2, c.gatherWait))
-	for len(g.reqs) < maxBatch && len(g.reqs) < int(c.writers.Load()) {
+	for len(g.reqs) < maxBatch {
+		until := last.Add(gap)
+		if until.After(deadline) {
+			until = deadline
+		}
+		r := c.poll(len(g.reqs), until)
+		if r == nil {
+			return
+		}
+		c.take(r)
+		c.drain()
+		last = time.Now()
+	}
+}
+
+// poll returns the next request queued before until, polling the queue
+// and yielding the processor between polls, or nil at until or as soon
+// as no more than have writers are inside write (the others have left).
+func (c *committer) poll(have int, until time.Time) *request {
+	for int(c.writers.Load()) > have {
 		select {
 		case r := <-c.reqs:
-			c.take(r)
-			c.drain()
-			last = time.Now()
-			continue
+			return r
 		default:
 		}
-		if now := time.Now(); now.Sub(last) >= gap || !now.Before(deadline) {
-			return
+		if !time.Now().Before(until) {
+			return nil
 		}
 		runtime.Gosched()
 	}
+	return nil
 }
 
 // drain takes the requests waiting in the queue into the group, up to
@@ -85,22 +99,10 @@ func (c *committer) drain() {
 // no writer is inside write, and returns nil.
 func (c *committer) awaitNext() *request {
 	gap := min(c.lastSync/8, c.gatherGap)
-	if gap <= 0 || c.writers.Load() == 0 {
+	if gap <= 0 {
 		return nil
 	}
-	start := time.Now()
-	for c.writers.Load() > 0 {
-		select {
-		case r := <-c.reqs:
-			return r
-		default:
-		}
-		if time.Since(start) >= gap {
-			return nil
-		}
-		runtime.Gosched()
-	}
-	return nil
+	return c.poll(0, time.Now().Add(gap))
 }
 
 // chainMax bounds the groups the committer forms one after another
