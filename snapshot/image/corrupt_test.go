@@ -2,9 +2,13 @@ package image
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
+	"github.com/kvstore/kv/internal/corrupt"
 	"github.com/kvstore/kv/record"
 	"github.com/kvstore/kv/snapshot"
 	"github.com/kvstore/kv/vfs"
@@ -112,4 +116,54 @@ func checkDamaged(t *testing.T, fs vfs.FS, name string, c *content, off int) {
 func equalEntry(got record.Entry, want *record.Entry) bool {
 	return bytes.Equal(got.Key, want.Key) && bytes.Equal(got.Value, want.Value) &&
 		got.CreateRev == want.CreateRev && got.ModRev == want.ModRev && got.Version == want.Version
+}
+
+// TestOpenChecksIndexOrder gives an image's block index a first key not
+// above the previous block's, its checksums made to hold again, and
+// checks that Open refuses it at the item's offset: for keys shorter
+// than eight bytes, keys that differ in their first eight and keys that
+// differ only after them (Open compares the first eight bytes as a
+// number before it compares the rest). Each image opens before the patch.
+func TestOpenChecksIndexOrder(t *testing.T) {
+	for _, format := range []string{"k%06d", "%08d-key", "prefix--%06d"} {
+		c := makeContent(40, func(int) int { return 900 }, false)
+		for i := range c.entries {
+			c.entries[i].Key = fmt.Appendf(nil, format, i*3)
+		}
+		img := c.encode(t)
+		r, err := Open(memFile(t, img))
+		if err != nil {
+			t.Fatalf("%s: %v", format, err)
+		}
+		if r.nblocks < 4 {
+			t.Fatalf("%s: %d blocks, the test needs 4", format, r.nblocks)
+		}
+		itemKey := func(b []byte, i uint64) []byte {
+			it := r.itemsOff + itemSize*i
+			koff, klen := uint64(u32(b, it+8)), uint64(u32(b, it+12))
+			return b[r.keysOff+koff : r.keysOff+koff+klen]
+		}
+		// The checksummed section: the leases (none) and the block
+		// index, whose keys end with the last block's.
+		secOff := r.leaseOff
+		lastKey := itemKey(img, r.nblocks-1)
+		secEnd := r.keysOff + uint64(u32(img, r.itemsOff+itemSize*(r.nblocks-1)+8)) + uint64(len(lastKey))
+		r.Close()
+		reseal := func(b []byte) {
+			fo := b[len(b)-FooterSize:]
+			binary.LittleEndian.PutUint32(fo[64:], crc(b[secOff:secEnd]))
+			binary.LittleEndian.PutUint32(fo[68:], crc(fo[:68]))
+		}
+		for _, from := range []uint64{1, 0} { // block 2's first key made block 1's (equal), then block 0's (below)
+			b := bytes.Clone(img)
+			copy(itemKey(b, 2), itemKey(b, from))
+			reseal(b)
+			fs, name := memFile(t, b)
+			_, err := Open(fs, name)
+			var ce *corrupt.Error
+			if !isCorrupt(err, name) || !errors.As(err, &ce) || ce.Offset != int64(r.itemsOff+2*itemSize) || !strings.Contains(ce.Reason, "not above") {
+				t.Errorf("%s: block 2's first key made block %d's: Open: %v, want ErrCorrupt at the item's offset %d", format, from, err, r.itemsOff+2*itemSize)
+			}
+		}
+	}
 }
