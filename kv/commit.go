@@ -108,8 +108,9 @@ func (c *committer) commit() {
 // histDuringSync reports whether the flusher adds g's changes to the
 // watch history while the committer syncs g, which takes that work (a
 // copy of each change into memory the cache has long let go of) off the
-// path from one sync to the next, onto a processor the sync leaves idle. Only under Always, when the flusher
-// runs, and for a group small enough to wake it (flushWakeMax).
+// path from one sync to the next, onto a processor the sync leaves idle.
+// Only under Always, when the flusher runs, and for a group small enough
+// to wake it (flushWakeMax).
 func (c *committer) histDuringSync(g *group) bool {
 	return c.opts.Sync.kind == syncAlways && c.histJob != nil &&
 		variant.Of(c.fs) != variant.AckBeforeSync &&
