@@ -38,13 +38,13 @@ func headerVersion(fsys vfs.FS, name string) (uint16, bool, error) {
 	return u16(h[:], 6), true, nil
 }
 
-// isImage reports whether file name is a snapshot of version 3 or 4.
+// isImage reports whether file name is a snapshot of version 3 to 5.
 func isImage(fsys vfs.FS, name string) (bool, error) {
 	v, ok, err := headerVersion(fsys, name)
 	return ok && isImageVersion(v), err
 }
 
-// ReadAny reads the snapshot in file name, of version 1 to 4, and
+// ReadAny reads the snapshot in file name, of version 1 to 5, and
 // verifies it whole, calling meta, lease and entry as
 // snapshot.ReadFileLeases does (each may be nil): the first record, then
 // each live lease with its keys (copies), then each entry in key order,
@@ -52,7 +52,7 @@ func isImage(fsys vfs.FS, name string) (bool, error) {
 // damage is snapshot.ErrCorrupt in a *corrupt.Error naming file and
 // offset, another version snapshot.ErrVersion.
 //
-// An image (version 3 or 4) is opened and verified (Reader.Verify) before any
+// An image (version 3 to 5) is opened and verified (Reader.Verify) before any
 // lease or entry is handed out, so that damage anywhere in it, its hash
 // index included, is found first; meta, which gets the image's Meta with
 // its Count and Leases from the footer, is called once the image opened,
@@ -110,7 +110,7 @@ func ReadAny(fsys vfs.FS, name string, meta func(snapshot.Meta) error, lease fun
 }
 
 // OpenAny opens the snapshot in file name for a store to serve: an image
-// (version 3 or 4) is opened, not read: it is checked as Open checks it, and
+// (version 3 to 5) is opened, not read: it is checked as Open checks it, and
 // its leases as Leases checks them, meta and lease are called (as ReadAny
 // calls them), and the Reader returned serves the entries, each block
 // verified on its first read. A snapshot of version 1 or 2 is read whole

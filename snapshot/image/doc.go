@@ -1,33 +1,40 @@
 // Package image writes and reads the snapshot image, snapshot format
-// version 4 (FORMAT.md, "Snapshot image"): the entries of a snapshot
-// sorted in checksummed 4 KiB blocks, a block index, a hash index of
-// checksummed pages, the leases and a footer, so that a reader opens it
-// by reading a few kilobytes and serves each lookup from the page or two
-// that hold the key, straight from a mapping of the file.
+// version 5 (FORMAT.md, "Snapshot image"): the entries of a snapshot
+// sorted in checksummed 4 KiB blocks, the leases and a block index with a
+// checksum per page, a hash index of checksummed pages and a footer, so
+// that a reader opens it by reading a few kilobytes and serves each
+// lookup from the page or two that hold the key, straight from a mapping
+// of the file. It reads versions 3 and 4 too.
 //
 // A store's checkpoint writes its snapshot as an image (recovery's
 // WriteCheckpoint), and a store serves its reads from the image in place
 // (OpenAny, and package layered, which holds the changes since over it).
 // The readers that read every entry use ReadAny, which reads a snapshot
-// of any version (1 and 2 through package snapshot, 3 and 4 here) and verifies
-// an image whole first; ReadAnyMeta reads its first record, SalvageAny
-// what of it reads.
+// of any version (1 and 2 through package snapshot, 3 to 5 here) and
+// verifies an image whole first; ReadAnyMeta reads its first record,
+// SalvageAny what of it reads.
 //
 // # Guarantees
 //
-// Open checks the first page, the footer, the leases and the block index
-// (a few kilobytes, and 16 bytes and a key per block). Every other byte is
-// verified before the first time it is served: a block's checksum and
-// structure on its first read, a hash page's likewise (a bit per block
-// and per hash page records it, atomically). Damage is never a wrong
-// value: it is snapshot.ErrCorrupt in a *corrupt.Error naming the file and
-// the offset of the block, page or field that holds it, and only the
-// reads that need the damaged bytes fail. A read of the mapping that the
-// kernel cannot serve (a disk error, or a file cut short under the
-// mapping), which raises SIGBUS, is an error matching vfs.ErrMapFault,
-// never a crash: every read of the view runs under
-// debug.SetPanicOnFault and vfs.Mapping.CatchFault. Verify reads and
-// checks everything, as `kv DIR check` would.
+// Open checks the first page, the footer, the page checksums of the
+// lease section and block index, and the leases: a few kilobytes,
+// whatever the image's size (versions 3 and 4: the whole block index
+// too, 16 bytes and a key per block). Every other byte is verified
+// before the first time it is served: a block's checksum and structure
+// on its first read, a hash page's likewise, a page of the block index
+// on the first seek that reads it (a bit or a word per block, page and
+// hash page records it, atomically). A lookup reaches its block through
+// the hash index alone; only a scan that starts at a key reads the block
+// index, and a scan checks that each block starts above the last key of
+// the block before. Damage is never a wrong value: it is
+// snapshot.ErrCorrupt in a *corrupt.Error naming the file and the offset
+// of the block, page or field that holds it, and only the reads that
+// need the damaged bytes fail. A read of the mapping that the kernel
+// cannot serve (a disk error, or a file cut short under the mapping),
+// which raises SIGBUS, is an error matching vfs.ErrMapFault, never a
+// crash: every read of the view runs under debug.SetPanicOnFault and
+// vfs.Mapping.CatchFault. Verify reads and checks everything, as `kv DIR
+// check` would.
 //
 // # Entry lifetime
 //

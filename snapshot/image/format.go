@@ -9,12 +9,21 @@ import (
 // image").
 const (
 	// Version is the snapshot format version of the images a Writer
-	// writes. A Reader reads it and VersionNamedByPosition.
-	Version = 4
-	// VersionNamedByPosition is the image version before Version, which
-	// differs only in its hash slots: they name an entry by its position
-	// in its block, which a lookup turns into an offset by reading the
-	// block's offset table, where Version's name the offset itself.
+	// writes. A Reader reads it, VersionBlockNumbered and
+	// VersionNamedByPosition.
+	Version = 5
+	// VersionBlockNumbered is the image version before Version. Its hash
+	// slots name an entry's block by its number, which a lookup turns
+	// into pages through the block index, where Version's name the
+	// block's first page; and one checksum covers its lease section and
+	// block index, which an open therefore reads and checks whole, where
+	// Version has a checksum per page of them, checked on first use.
+	VersionBlockNumbered = 4
+	// VersionNamedByPosition is the image version before
+	// VersionBlockNumbered, which differs from it only in its hash
+	// slots: they name an entry by its position in its block, which a
+	// lookup turns into an offset by reading the block's offset table,
+	// where later versions' name the offset itself.
 	VersionNamedByPosition = 3
 	// PageSize is the unit of the file's layout: blocks, the hash
 	// index's pages and the alignment of sections.
@@ -31,6 +40,9 @@ const (
 	entryFixed      = 32  // create, mod, version, key length, value length
 	maxPerBlock     = 120 // (PageSize - blockHeaderSize) / (2 + entryFixed)
 	maxBlocks       = 1 << 32
+	// maxDataPages bounds D in Version: a slot names a block's first
+	// page in 32 bits, and the page after the last block fits them too.
+	maxDataPages = 1<<32 - 2
 
 	itemSize      = 16 // a block index item: first page, key offset, key length
 	leaseFixed    = 28 // id, ttl, deadline, key count
@@ -43,13 +55,14 @@ const (
 )
 
 // slotLayout is where a hash slot keeps its fields: bits 0 .. pos-1 name
-// the entry in its block (version 4: its offset; version 3: its
-// position), the next 32 bits the block, the next bit is 1, and the bits
-// above are the top bits of the key's hash.
+// the entry in its block (versions 4 and 5: its offset; version 3: its
+// position), the next 32 bits the block (version 5: its first page;
+// versions 3 and 4: its number), the next bit is 1, and the bits above
+// are the top bits of the key's hash.
 type slotLayout struct{ pos uint }
 
 var (
-	slotsByOffset   = slotLayout{pos: 12} // version 4
+	slotsByOffset   = slotLayout{pos: 12} // versions 4 and 5
 	slotsByPosition = slotLayout{pos: 8}  // version 3
 )
 
@@ -85,6 +98,24 @@ func probeStart(h, n uint64) uint64 {
 	hi, _ := bits.Mul64(h<<24, n)
 	return hi
 }
+
+// sectionLayout returns where the parts after the data blocks of an
+// image of version v lie, for D data pages (the section starting at
+// 4096·(1+D)) and a lease section and block index of leaseLen and idxLen
+// bytes: the section's end, the end of the page checksum table after it
+// (version 5; the section's end before), and H, the hash index's offset.
+func sectionLayout(v uint16, dpages, leaseLen, idxLen uint64) (secEnd, tabEnd, hashOff uint64) {
+	secEnd = PageSize*(1+dpages) + leaseLen + idxLen
+	tabEnd = secEnd
+	if v == Version {
+		tabEnd += 4 * sectionPages(leaseLen+idxLen)
+	}
+	return secEnd, tabEnd, (tabEnd + PageSize - 1) / PageSize * PageSize
+}
+
+// sectionPages returns the pages a section of n bytes starts on, as
+// many as the page checksum table of version 5 holds.
+func sectionPages(n uint64) uint64 { return (n + PageSize - 1) / PageSize }
 
 // blockPages returns the pages of a block holding a single entry of size
 // bytes (fixed fields, key and value).

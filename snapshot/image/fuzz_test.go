@@ -25,7 +25,7 @@ func FuzzOpen(f *testing.F) {
 	} {
 		f.Add(c.encode(f))
 	}
-	for _, v := range []uint16{VersionNamedByPosition, Version} {
+	for _, v := range []uint16{VersionNamedByPosition, VersionBlockNumbered, Version} {
 		img, _ := handBuilt(v, 9)
 		f.Add(img)
 	}
@@ -44,7 +44,7 @@ func FuzzOpenRechecked(f *testing.F) {
 		makeContent(150, func(i int) int { return i % 7 }, true),
 		makeContent(3, func(i int) int { return 4100 * (i % 2) }, false),
 	} {
-		images = append(images, c.encode(f))
+		images = append(images, c.encode(f), c.encodeVersion(f, VersionBlockNumbered))
 	}
 	f.Add(uint8(0), uint32(4096+12), []byte{0x20})
 	f.Add(uint8(1), uint32(0), []byte{})
@@ -70,9 +70,7 @@ func FuzzOpenRechecked(f *testing.F) {
 			pg := img[r.hashOff+p*PageSize : r.hashOff+(p+1)*PageSize]
 			le.PutUint32(pg, crc(pg[4:]))
 		}
-		fo := img[len(img)-FooterSize:]
-		le.PutUint32(fo[64:], crc(img[r.leaseOff:secEnd]))
-		le.PutUint32(fo[68:], crc(fo[:68]))
+		resealSection(img, r.version, r.leaseOff, secEnd)
 		r.Close()
 		checkFuzzed(t, img, keys)
 	})
@@ -108,6 +106,16 @@ func checkFuzzed(t *testing.T, b []byte, keys [][]byte) {
 		typed(err)
 		if n++; n > 10000 {
 			break
+		}
+	}
+	for _, k := range keys {
+		// A seek: the block index, read one item at a time.
+		n = 0
+		for _, err := range r.All(k, nil) {
+			typed(err)
+			if n++; n > 100 {
+				break
+			}
 		}
 	}
 	n = 0

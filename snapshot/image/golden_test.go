@@ -14,11 +14,12 @@ import (
 // TestHandBuilt builds an image byte by byte from FORMAT.md ("Snapshot
 // image"), without the Writer's code, and checks that the Writer writes
 // the same bytes and that the Reader reads them: the writer and the
-// reader cannot drift from the spec together. The image of version 3,
+// reader cannot drift from the spec together. The images of version 3,
 // whose hash slots name an entry by its position, which no Writer writes
-// any more, must still read.
+// any more, and of version 4, which only the tests' Writer writes, must
+// still read.
 func TestHandBuilt(t *testing.T) {
-	for _, version := range []uint16{3, 4} {
+	for _, version := range []uint16{3, 4, 5} {
 		t.Run(fmt.Sprintf("version %d", version), func(t *testing.T) { testHandBuilt(t, version) })
 	}
 }
@@ -27,8 +28,10 @@ func testHandBuilt(t *testing.T, version uint16) {
 	const seed = 9
 	img, c := handBuilt(version, seed)
 	var buf bytes.Buffer
-	must(t, Encode(&buf, c.meta, c.leases, c.seq(), Options{Seed: seed}))
-	if got := buf.Bytes(); version == Version && !bytes.Equal(got, img) {
+	if version >= VersionBlockNumbered {
+		must(t, Encode(&buf, c.meta, c.leases, c.seq(), Options{Seed: seed, version: version}))
+	}
+	if got := buf.Bytes(); version >= VersionBlockNumbered && !bytes.Equal(got, img) {
 		for i := range min(len(got), len(img)) {
 			if got[i] != img[i] {
 				t.Fatalf("the Writer's image differs from the spec's at offset %d (%d bytes, want %d)", i, len(got), len(img))
@@ -106,6 +109,13 @@ func handBuilt(version uint16, seed uint64) ([]byte, *content) {
 	sec = le.AppendUint32(sec, 1) // of 1 byte
 	sec = append(sec, 'a')
 	img = append(img, sec...)
+	sum := crc32.Checksum(sec, tab)
+	if version == 5 {
+		// The page checksum table: the section is one page's worth.
+		table := le.AppendUint32(nil, crc32.Checksum(sec, tab))
+		img = append(img, table...)
+		sum = crc32.Checksum(table, tab)
+	}
 	img = append(img, make([]byte, 3*4096-len(img))...)
 
 	// One hash page: 511 slots for 2 entries.
@@ -121,9 +131,14 @@ func handBuilt(version uint16, seed uint64) ([]byte, *content) {
 			// set, 41-63 the hash's top bits.
 			slots[j] = h>>41<<41 | 1<<40 | 0<<8 | uint64(i)
 		} else {
-			// Bits 0-11 the offset in the block, 12-43 the block, 44
+			// Bits 0-11 the offset in the block, 12-43 the block (its
+			// number 0 in version 4, its first page 1 in version 5), 44
 			// set, 45-63 the hash's top bits.
-			slots[j] = h>>45<<45 | 1<<44 | 0<<12 | uint64(offs[i])
+			block := uint64(0)
+			if version == 5 {
+				block = 1
+			}
+			slots[j] = h>>45<<45 | 1<<44 | block<<12 | uint64(offs[i])
 		}
 	}
 	page := make([]byte, 4) // zeros
@@ -138,7 +153,7 @@ func handBuilt(version uint16, seed uint64) ([]byte, *content) {
 	for _, v := range []uint64{2, 1, 1, 1, uint64(leaseLen), uint64(len(sec) - leaseLen), 1, seed} {
 		f = le.AppendUint64(f, v)
 	}
-	f = le.AppendUint32(f, crc32.Checksum(sec, tab))
+	f = le.AppendUint32(f, sum)
 	f = le.AppendUint32(f, crc32.Checksum(f, tab))
 	img = append(img, f...)
 

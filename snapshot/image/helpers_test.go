@@ -2,6 +2,7 @@ package image
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"iter"
@@ -35,8 +36,15 @@ func (c *content) seq() iter.Seq[*record.Entry] {
 // encode returns c's image, with a fixed seed.
 func (c *content) encode(t testing.TB) []byte {
 	t.Helper()
+	return c.encodeVersion(t, Version)
+}
+
+// encodeVersion returns c's image of format version v (Version or
+// VersionBlockNumbered), with a fixed seed.
+func (c *content) encodeVersion(t testing.TB, v uint16) []byte {
+	t.Helper()
 	var buf bytes.Buffer
-	if err := Encode(&buf, c.meta, c.leases, c.seq(), Options{Seed: 0x5eed}); err != nil {
+	if err := Encode(&buf, c.meta, c.leases, c.seq(), Options{Seed: 0x5eed, version: v}); err != nil {
 		t.Fatal(err)
 	}
 	return buf.Bytes()
@@ -118,4 +126,24 @@ func collect(r *Reader, start, end []byte) ([]record.Entry, error) {
 			CreateRev: e.CreateRev, ModRev: e.ModRev, Version: e.Version})
 	}
 	return out, nil
+}
+
+// resealSection makes the checksums of the lease section and block index
+// at secOff .. secEnd of img, an image of version v, hold again: version
+// 5's page checksum table after it and the footer's checksum of the
+// table, or the footer's checksum of the section; then the footer's own.
+func resealSection(img []byte, v uint16, secOff, secEnd uint64) {
+	le := binary.LittleEndian
+	fo := img[len(img)-FooterSize:]
+	sum := crc(img[secOff:secEnd])
+	if v == Version {
+		tab := img[secEnd : secEnd+4*sectionPages(secEnd-secOff)]
+		for p := range sectionPages(secEnd - secOff) {
+			from := secOff + p*PageSize
+			le.PutUint32(tab[4*p:], crc(img[from:min(from+PageSize, secEnd)]))
+		}
+		sum = crc(tab)
+	}
+	le.PutUint32(fo[64:], sum)
+	le.PutUint32(fo[68:], crc(fo[:68]))
 }

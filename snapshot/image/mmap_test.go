@@ -6,8 +6,11 @@ import (
 	"iter"
 	"math/rand/v2"
 	"path"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/kvstore/kv/record"
 	"github.com/kvstore/kv/vfs"
@@ -37,10 +40,15 @@ func TestFaultIsAnError(t *testing.T) {
 	if !errors.Is(err, vfs.ErrMapFault) || !errors.As(err, &fe) || fe.File != name || fe.Offset < 2*PageSize {
 		t.Errorf("Get past the cut: %v, want a fault in %s past offset %d", err, name, 2*PageSize)
 	}
-	// The block index is past the cut too: a walk fails at once.
+	// A walk reads block 0, before the cut, then faults.
 	got, err := collect(r, nil, nil)
+	if !errors.Is(err, vfs.ErrMapFault) || len(got) == 0 || len(got) >= len(c.entries) {
+		t.Errorf("All past the cut: %d entries, then %v; want block 0's, then a fault", len(got), err)
+	}
+	// A seek reads the block index, past the cut: it fails at once.
+	got, err = collect(r, last.Key, nil)
 	if !errors.Is(err, vfs.ErrMapFault) || len(got) != 0 {
-		t.Errorf("All past the cut: %d entries, then %v", len(got), err)
+		t.Errorf("All from the last key, past the cut: %d entries, then %v", len(got), err)
 	}
 	if r.Len() != len(c.entries) {
 		t.Errorf("Len after the cut: %d", r.Len())
@@ -85,6 +93,7 @@ func TestSwapUnderReaders(t *testing.T) {
 	var wg sync.WaitGroup
 	held := make([][]record.Entry, 4)
 	stop := make(chan struct{})
+	var reads atomic.Int64 // entries the readers got
 	for g := range held {
 		wg.Add(1)
 		go func() {
@@ -109,6 +118,7 @@ func TestSwapUnderReaders(t *testing.T) {
 						held[g] = append(held[g], *e) // lent: the copy below is what is kept
 						held[g][len(held[g])-1].Key = bytes.Clone(e.Key)
 						held[g][len(held[g])-1].Value = bytes.Clone(e.Value)
+						reads.Add(1)
 						if rng.IntN(100) == 0 {
 							break
 						}
@@ -124,11 +134,21 @@ func TestSwapUnderReaders(t *testing.T) {
 					return
 				}
 				held[g] = append(held[g], e)
+				reads.Add(1)
 			}
 		}()
 	}
 	var old []*Reader
 	for i := 1; i <= 30; i++ {
+		// Each image serves some reads before it is swapped out: an
+		// open takes microseconds, less than a reader's first turn.
+		deadline := time.Now().Add(10 * time.Second)
+		for seen := reads.Load(); reads.Load() < seen+20; {
+			if time.Now().After(deadline) {
+				t.Fatalf("swap %d: the readers got nothing for 10 s", i)
+			}
+			runtime.Gosched()
+		}
 		r, err := Open(vfs.OS, osFileIn(t, dir, string(rune('a'+i%26))+string(rune('0'+i/26)), img))
 		must(t, err)
 		mu.Lock()

@@ -48,6 +48,9 @@ type mapped struct {
 	leaseLen  uint64
 	itemsOff  uint64 // the block index items
 	keysOff   uint64 // the block index keys
+	keysLen   uint64
+	secEnd    uint64 // the end of the block index
+	tabOff    uint64 // version 5: the page checksum table
 	hashOff   uint64
 	hashPages uint64
 	nslots    uint64
@@ -65,6 +68,18 @@ type mapped struct {
 	pages  []atomic.Uint32
 	hashOK []atomic.Uint64 // a bit per hash page: verified
 
+	// byPage is set for Version, whose hash slots name a block by its
+	// first page and whose block index is verified a page at a time.
+	byPage bool
+	// secOK holds a bit per page of the lease section and block index:
+	// verified (version 5).
+	secOK []atomic.Uint64
+	// ends holds, for each data page p (at p−1), the page after the
+	// block starting there once it is verified, 0 before (version 5): a
+	// lookup finds a verified block's extent in 4 bytes a page of the
+	// heap, and needs no block index.
+	ends []atomic.Uint32
+
 	// refs is 1 per handle not closed (see Clone) plus 1 per call in
 	// progress; the view is released when it reaches 0.
 	refs atomic.Int64
@@ -72,9 +87,11 @@ type mapped struct {
 	unmapped chan struct{}
 }
 
-// Open opens the image in file name. It reads the first page, the footer,
-// the leases and the block index, and checks them (FORMAT.md, "Snapshot
-// image", step 1); blocks and hash pages are verified when first read.
+// Open opens the image in file name. It reads the first page, the
+// footer, the page checksum table and the leases (versions 3 and 4: the
+// whole block index too), and checks them (FORMAT.md, "Snapshot image",
+// step 1); blocks, hash pages and the block index's pages are verified
+// when first read.
 // Damage is snapshot.ErrCorrupt in a *corrupt.Error naming the file and
 // offset; another format version is snapshot.ErrVersion.
 func Open(fsys vfs.FS, name string) (*Reader, error) {
@@ -125,8 +142,8 @@ func allZero(b []byte) bool {
 	return true
 }
 
-// open checks what Open reads: the first page, the footer, the leases and
-// the block index.
+// open checks what Open reads: the first page, the footer, the page
+// checksum table and the leases (versions 3 and 4: the block index).
 func (r *Reader) open() (err error) {
 	defer r.m.CatchFault(&err)
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
@@ -139,7 +156,7 @@ func (r *Reader) open() (err error) {
 		return r.corrupt(0, "bad magic")
 	}
 	switch r.version = u16(b, 6); r.version {
-	case Version:
+	case Version, VersionBlockNumbered:
 		r.slots = slotsByOffset
 	case VersionNamedByPosition:
 		r.slots = slotsByPosition
@@ -190,11 +207,43 @@ func (r *Reader) open() (err error) {
 		return r.corrupt(fo, "%d leases in %d bytes", nleases, leaseLen)
 	}
 	secOff := PageSize * (1 + dpages)
-	secEnd := secOff + leaseLen + idxLen
-	hashOff := (secEnd + PageSize - 1) / PageSize * PageSize
+	secEnd, tabEnd, hashOff := sectionLayout(r.version, dpages, leaseLen, idxLen)
 	if hashOff+PageSize*hpages+FooterSize != size {
 		return r.corrupt(fo, "file of %d bytes, the footer's layout makes it %d", size, hashOff+PageSize*hpages+FooterSize)
 	}
+	if r.version == Version && dpages > maxDataPages {
+		return r.corrupt(fo, "%d data pages, more than a hash slot can name", dpages)
+	}
+	r.meta.Count, r.meta.Leases = count, nleases
+	r.nblocks, r.dataPages = nblocks, dpages
+	r.leaseOff, r.leaseLen = secOff, leaseLen
+	r.secEnd, r.tabOff = secEnd, secEnd
+	r.itemsOff = secOff + leaseLen
+	r.keysOff = r.itemsOff + itemSize*nblocks
+	r.keysLen = idxLen - itemSize*nblocks
+	r.hashOff, r.hashPages, r.nslots = hashOff, hpages, hpages*slotsPerPage
+	r.hashOK = make([]atomic.Uint64, (hpages+63)/64)
+
+	if r.version == Version {
+		// The lease section and block index are checked a page at a
+		// time, on first use (section): open reads their page
+		// checksums, checked by the footer's, and the leases.
+		r.byPage = true
+		if crc(b[secEnd:tabEnd]) != u32(f, 64) {
+			return r.corrupt(secEnd, "page checksum table checksum mismatch")
+		}
+		if !allZero(b[tabEnd:hashOff]) {
+			return r.corrupt(tabEnd, "bytes after the page checksum table are not zero")
+		}
+		r.secOK = make([]atomic.Uint64, (sectionPages(secEnd-secOff)+63)/64)
+		r.ends = make([]atomic.Uint32, dpages)
+		if err := r.section(secOff, leaseLen); err != nil {
+			return err
+		}
+		_, err := r.parseLeases()
+		return err
+	}
+
 	// The section is read whole, now: ask for all of it at once, rather
 	// than a fault's read-ahead at a time.
 	r.m.Advise(int64(secOff), int64(secEnd-secOff), vfs.AdvicePopulate)
@@ -204,24 +253,30 @@ func (r *Reader) open() (err error) {
 	if !allZero(b[secEnd:hashOff]) {
 		return r.corrupt(secEnd, "bytes after the block index are not zero")
 	}
-	r.meta.Count, r.meta.Leases = count, nleases
-	r.nblocks, r.dataPages = nblocks, dpages
-	r.leaseOff, r.leaseLen = secOff, leaseLen
-	r.itemsOff = secOff + leaseLen
-	r.keysOff = r.itemsOff + itemSize*nblocks
-	r.hashOff, r.hashPages, r.nslots = hashOff, hpages, hpages*slotsPerPage
-
-	// The block index: pages from 1 up, dense keys, ascending.
-	keysLen := idxLen - itemSize*nblocks
-	var nextKey uint64
-	var prev []byte
 	if dpages < math.MaxUint32 {
 		r.pages = make([]atomic.Uint32, nblocks+1)
 	}
-	// An item per block: this walk is most of an open's own work, so it
-	// reads each item from slices cut once, and compares pages and keys
-	// with the previous item's kept in locals.
-	items := b[r.itemsOff : r.itemsOff+itemSize*nblocks]
+	if err := r.checkIndex(); err != nil {
+		return err
+	}
+	if _, err := r.parseLeases(); err != nil {
+		return err
+	}
+	r.blockOK = make([]atomic.Uint64, (nblocks+63)/64)
+	return nil
+}
+
+// checkIndex checks every rule of the block index, whose bytes it reads
+// as they are (in version 5, Verify verifies their pages first): most of
+// the work of an open of versions 3 and 4, which calls it.
+func (r *Reader) checkIndex() error {
+	// An item per block: this walk reads each item from slices cut
+	// once, and compares pages and keys with the previous item's kept
+	// in locals.
+	b, dpages, keysLen := r.b, r.dataPages, r.keysLen
+	var nextKey uint64
+	var prev []byte
+	items := b[r.itemsOff:r.keysOff]
 	keys := b[r.keysOff : r.keysOff+keysLen]
 	prevPage := uint64(0) // block 0 starts at page 1
 	for i := uint64(0); len(items) >= itemSize; i++ {
@@ -252,11 +307,29 @@ func (r *Reader) open() (err error) {
 	if nextKey != keysLen {
 		return r.corrupt(r.keysOff, "block index keys of %d bytes, the items use %d", keysLen, nextKey)
 	}
-	if _, err := r.parseLeases(); err != nil {
-		return err
+	return nil
+}
+
+// section verifies, in version 5, the pages of the lease section and
+// block index that hold bytes off .. off+n−1 of the file (FORMAT.md step
+// 5): each against its checksum in the page checksum table, once per
+// page per open (a bit per page records it). In the versions before,
+// open checked the section whole, and section does nothing.
+func (r *Reader) section(off, n uint64) error {
+	if !r.byPage || n == 0 {
+		return nil
 	}
-	r.blockOK = make([]atomic.Uint64, (nblocks+63)/64)
-	r.hashOK = make([]atomic.Uint64, (hpages+63)/64)
+	secOff := r.leaseOff
+	for p := (off - secOff) / PageSize; p <= (off+n-1-secOff)/PageSize; p++ {
+		if r.secOK[p/64].Load()&(1<<(p%64)) != 0 {
+			continue
+		}
+		from := secOff + p*PageSize
+		if crc(r.b[from:min(from+PageSize, r.secEnd)]) != u32(r.b, r.tabOff+4*p) {
+			return r.corrupt(from, "lease and block index page %d checksum mismatch", p)
+		}
+		r.secOK[p/64].Or(1 << (p % 64))
+	}
 	return nil
 }
 
@@ -413,7 +486,31 @@ func (r *Reader) Leases() (_ []record.Lease, err error) {
 	return les, nil
 }
 
-// item returns block i's first page, its page count and its first key.
+// indexItem returns block i's first page and first key from the block
+// index, after verifying the pages they lie in (version 5; open checked
+// the whole index before) and that they lie in the data pages and the
+// index's keys: what a seek uses. That the items are in order as a whole
+// is Verify's to check, in version 5; a made-up file whose page
+// checksums hold can make a seek start at the wrong block, never read
+// outside the file.
+func (r *Reader) indexItem(i uint64) (page uint64, first []byte, err error) {
+	it := r.itemsOff + itemSize*i
+	if err := r.section(it, itemSize); err != nil {
+		return 0, nil, err
+	}
+	page = u64(r.b, it)
+	koff, klen := uint64(u32(r.b, it+8)), uint64(u32(r.b, it+12))
+	if page < 1 || page > r.dataPages || i == 0 && page != 1 || klen > r.keysLen || koff > r.keysLen-klen {
+		return 0, nil, r.corrupt(it, "block %d at page %d, its first key at %d, %d bytes, in %d bytes of keys", i, page, koff, klen, r.keysLen)
+	}
+	if err := r.section(r.keysOff+koff, klen); err != nil {
+		return 0, nil, err
+	}
+	return page, r.b[r.keysOff+koff : r.keysOff+koff+klen], nil
+}
+
+// item returns block i's first page, its page count and its first key,
+// from an index checked whole (at open, or by Verify in version 5).
 func (r *Reader) item(i uint64) (page, pages uint64, first []byte) {
 	it := r.itemsOff + itemSize*i
 	page = u64(r.b, it)
@@ -426,14 +523,15 @@ func (r *Reader) item(i uint64) (page, pages uint64, first []byte) {
 }
 
 // block returns block i's bytes, verified (FORMAT.md step 2) before the
-// first time they are returned.
+// first time they are returned: versions 3 and 4, whose block index open
+// checked.
 func (r *Reader) block(i uint64) ([]byte, error) {
 	if r.pages != nil && r.blockOK[i/64].Load()&(1<<(i%64)) != 0 {
 		return r.b[uint64(r.pages[i].Load())*PageSize : uint64(r.pages[i+1].Load())*PageSize], nil
 	}
 	page, pages, first := r.item(i)
 	blk := r.b[page*PageSize : (page+pages)*PageSize]
-	if err := r.verifyBlock(i, page*PageSize, pages, blk, first); err != nil {
+	if err := r.verifyBlock(blockName{n: i}, page*PageSize, pages, blk, first, true); err != nil {
 		return nil, err
 	}
 	if r.pages != nil {
@@ -446,16 +544,56 @@ func (r *Reader) block(i uint64) ([]byte, error) {
 	return blk, nil
 }
 
-func (r *Reader) verifyBlock(i, off, pages uint64, blk, first []byte) error {
+// blockAt returns the block that starts at data page p (1 .. D),
+// verified (FORMAT.md step 2) before the first time it is returned:
+// version 5, whose lookups and scans reach a block by its page, with no
+// need of the block index.
+func (r *Reader) blockAt(p uint64) ([]byte, error) {
+	if end := r.ends[p-1].Load(); end != 0 {
+		return r.b[p*PageSize : uint64(end)*PageSize], nil
+	}
+	off := p * PageSize
+	pages := uint64(u32(r.b, off+4))
+	if pages == 0 || pages > r.dataPages+1-p {
+		return nil, r.corrupt(off, "%v of %d pages, past the data pages' %d", blockName{n: p, page: true}, pages, r.dataPages)
+	}
+	blk := r.b[off : off+pages*PageSize]
+	if err := r.verifyBlock(blockName{n: p, page: true}, off, pages, blk, nil, false); err != nil {
+		return nil, err
+	}
+	// Any two verifications store the same value.
+	r.ends[p-1].Store(uint32(p + pages))
+	return blk, nil
+}
+
+// blockName names a block in an error: by its number, or (page set) by
+// its first page.
+type blockName struct {
+	n    uint64
+	page bool
+}
+
+func (b blockName) String() string {
+	if b.page {
+		return fmt.Sprintf("the block at page %d", b.n)
+	}
+	return fmt.Sprintf("block %d", b.n)
+}
+
+// verifyBlock checks the block blk at offset off, of pages pages: its
+// checksum, count, offsets, entries and padding, and, when indexed, its
+// pages and its first and last keys against the block index's item
+// name.n and the next.
+func (r *Reader) verifyBlock(name blockName, off, pages uint64, blk, first []byte, indexed bool) error {
 	if crc(blk[4:]) != u32(blk, 0) {
-		return r.corrupt(off, "block %d checksum mismatch", i)
+		return r.corrupt(off, "%v checksum mismatch", name)
 	}
 	n := uint64(u16(blk, 8))
 	switch {
 	case uint64(u32(blk, 4)) != pages:
-		return r.corrupt(off, "block %d of %d pages, the block index says %d", i, u32(blk, 4), pages)
+		return r.corrupt(off, "%v of %d pages, the block index says %d", name, u32(blk, 4), pages)
 	case n == 0 || n > maxPerBlock || (pages > 1 && n != 1) || u16(blk, 10) != 0:
-		return r.corrupt(off, "block %d of %d pages holds %d entries", i, pages, n)
+		return r.corrupt(off, "%v of %d pages holds %d entries", name, pages, n)
 	}
 	at := blockHeaderSize + 2*n
 	var prev []byte
@@ -463,23 +601,23 @@ func (r *Reader) verifyBlock(i, off, pages uint64, blk, first []byte) error {
 	for j := range n {
 		eoff := off + at
 		if uint64(u16(blk, blockHeaderSize+2*j)) != at || at+entryFixed > size {
-			return r.corrupt(off, "block %d: entry %d not at offset %d", i, j, at)
+			return r.corrupt(off, "%v: entry %d not at offset %d", name, j, at)
 		}
 		kl := uint64(u32(blk, at+24))
 		if kl > size-at-entryFixed {
-			return r.corrupt(eoff, "block %d: key length %d past the block", i, kl)
+			return r.corrupt(eoff, "%v: key length %d past the block", name, kl)
 		}
 		vl := uint64(u32(blk, at+24+4+kl))
 		if vl > size-at-entryFixed-kl {
-			return r.corrupt(eoff, "block %d: value length %d past the block", i, vl)
+			return r.corrupt(eoff, "%v: value length %d past the block", name, vl)
 		}
 		create, mod, version := u64(blk, at), u64(blk, at+8), u64(blk, at+16)
 		key := blk[at+28 : at+28+kl]
 		switch {
 		case create < 1 || create > mod || mod > uint64(r.meta.Revision) || version < 1 || version > uint64(record.MaxRevision):
 			return r.corrupt(eoff, "key %q with revisions %d/%d and version %d in a snapshot at revision %d", key, create, mod, version, r.meta.Revision)
-		case j == 0 && !bytes.Equal(key, first):
-			return r.corrupt(eoff, "block %d starts with %q, the block index says %q", i, key, first)
+		case indexed && j == 0 && !bytes.Equal(key, first):
+			return r.corrupt(eoff, "%v starts with %q, the block index says %q", name, key, first)
 		case j > 0 && bytes.Compare(prev, key) >= 0:
 			return r.corrupt(eoff, "key %q out of order", key)
 		}
@@ -490,11 +628,11 @@ func (r *Reader) verifyBlock(i, off, pages uint64, blk, first []byte) error {
 		}
 	}
 	if !allZero(blk[at:]) {
-		return r.corrupt(off+at, "block %d: bytes after its entries are not zero", i)
+		return r.corrupt(off+at, "%v: bytes after its entries are not zero", name)
 	}
-	if i+1 < r.nblocks {
+	if i := name.n; indexed && i+1 < r.nblocks {
 		if _, _, next := r.item(i + 1); bytes.Compare(prev, next) >= 0 {
-			return r.corrupt(off, "block %d ends with %q, not below the next block's first key", i, prev)
+			return r.corrupt(off, "%v ends with %q, not below the next block's first key", name, prev)
 		}
 	}
 	return nil
@@ -520,7 +658,7 @@ func (r *Reader) hashPage(p uint64) ([]byte, error) {
 			continue
 		}
 		bi, pos := r.slots.split(s)
-		if s&r.slots.occupied() == 0 || bi >= r.nblocks || !r.slotPosOK(pos) {
+		if s&r.slots.occupied() == 0 || !r.slotBlockOK(bi) || !r.slotPosOK(pos) {
 			return nil, r.corrupt(off+hashPageHead+8*j, "hash slot %#x", s)
 		}
 	}
@@ -538,13 +676,22 @@ func entryKey(blk []byte, at uint64) []byte {
 }
 
 // isImageVersion reports whether v is a version of the image format.
-func isImageVersion(v uint16) bool { return v == Version || v == VersionNamedByPosition }
+func isImageVersion(v uint16) bool { return v >= VersionNamedByPosition && v <= Version }
 
 // errOtherVersion is the error for a file of version v, which is not an
 // image's.
 func errOtherVersion(name string, v uint16) error {
 	return &corrupt.Error{Err: snapshot.ErrVersion, File: name, Offset: 6,
-		Reason: fmt.Sprintf("snapshot format version %d, this reader reads versions %d and %d", v, VersionNamedByPosition, Version)}
+		Reason: fmt.Sprintf("snapshot format version %d, this reader reads versions %d to %d", v, VersionNamedByPosition, Version)}
+}
+
+// slotBlockOK reports whether bi can name a block: a data page (version
+// 5), or a block number below B.
+func (r *Reader) slotBlockOK(bi uint64) bool {
+	if r.byPage {
+		return bi >= 1 && bi <= r.dataPages
+	}
+	return bi < r.nblocks
 }
 
 // slotPosOK reports whether pos can name an entry in a block: an offset
@@ -580,7 +727,12 @@ func (r *Reader) find(key []byte) (blk []byte, at uint64, ok bool, err error) {
 		}
 		if slot>>shift == tag {
 			bi, pos := r.slots.split(slot)
-			blk, err := r.block(bi)
+			var blk []byte
+			if r.byPage {
+				blk, err = r.blockAt(bi)
+			} else {
+				blk, err = r.block(bi)
+			}
 			if err != nil {
 				return nil, 0, false, err
 			}
@@ -697,6 +849,7 @@ func (r *Reader) Has(key []byte) (ok bool, err error) {
 type cursor struct {
 	r   *Reader
 	b   uint64 // the block
+	p   uint64 // its first page (version 5)
 	j   uint64 // the entry in it
 	n   uint64 // the entries in block b, once loaded
 	blk []byte // a copy of block b, verified, when loaded
@@ -705,6 +858,13 @@ type cursor struct {
 	// step overwrites (AllStable): the next free part of slab.
 	fresh bool
 	slab  []byte
+	// last is the last key of the block loaded before (version 5, whose
+	// blocks are verified without the block index: the order across
+	// them is checked as a walk goes), when hasLast. It points into the
+	// view, not a copy: it is read only in load, under the fault guard,
+	// while the walk holds its reference on the view.
+	last    []byte
+	hasLast bool
 }
 
 // slabSize is the size of the buffers AllStable copies blocks into: one
@@ -718,7 +878,12 @@ func (c *cursor) load() (err error) {
 	r := c.r
 	defer r.m.CatchFault(&err)
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	blk, err := r.block(c.b)
+	var blk []byte
+	if r.byPage {
+		blk, err = r.blockAt(c.p)
+	} else {
+		blk, err = r.block(c.b)
+	}
 	if err != nil {
 		return err
 	}
@@ -733,14 +898,34 @@ func (c *cursor) load() (err error) {
 		c.blk = append(c.blk[:0], blk...)
 	}
 	c.n = uint64(u16(c.blk, 8))
+	if r.byPage {
+		first := entryKey(c.blk, entryAt(c.blk, 0))
+		if c.hasLast && bytes.Compare(c.last, first) >= 0 {
+			return r.corrupt(c.p*PageSize, "%v starts with %q, not above the previous block's last key %q", blockName{n: c.p, page: true}, first, c.last)
+		}
+		c.last, c.hasLast = entryKey(blk, entryAt(blk, c.n-1)), true
+	}
 	c.ok = true
 	return nil
+}
+
+// done reports whether c is past the last block.
+func (c *cursor) done() bool {
+	if c.r.byPage {
+		return c.p > c.r.dataPages
+	}
+	return c.b >= c.r.nblocks
+}
+
+// advance moves c to the first entry of the block after the loaded one.
+func (c *cursor) advance() {
+	c.b, c.p, c.j, c.ok = c.b+1, c.p+uint64(u32(c.blk, 4)), 0, false
 }
 
 // seek places c at the first entry whose key is start or above.
 func (c *cursor) seek(start []byte) (err error) {
 	r := c.r
-	c.b, c.j, c.ok = 0, 0, false
+	c.b, c.p, c.j, c.ok = 0, 1, 0, false
 	if r.nblocks == 0 || start == nil {
 		return nil
 	}
@@ -748,10 +933,18 @@ func (c *cursor) seek(start []byte) (err error) {
 	i, err := func() (i int, err error) {
 		defer r.m.CatchFault(&err)
 		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-		return sort.Search(int(r.nblocks), func(i int) bool {
-			_, _, first := r.item(uint64(i))
-			return bytes.Compare(first, start) > 0
-		}), nil
+		i = sort.Search(int(r.nblocks), func(i int) bool {
+			if err != nil {
+				return true
+			}
+			var first []byte
+			_, first, err = r.indexItem(uint64(i))
+			return err != nil || bytes.Compare(first, start) > 0
+		})
+		if err == nil && i > 0 {
+			c.p, _, err = r.indexItem(uint64(i - 1))
+		}
+		return i, err
 	}()
 	if err != nil || i == 0 {
 		return err
@@ -764,7 +957,7 @@ func (c *cursor) seek(start []byte) (err error) {
 		return bytes.Compare(entryKey(c.blk, entryAt(c.blk, uint64(j))), start) >= 0
 	}))
 	if c.j == c.n {
-		c.b, c.j, c.ok = c.b+1, 0, false
+		c.advance()
 	}
 	return nil
 }
@@ -773,10 +966,12 @@ func (c *cursor) seek(start []byte) (err error) {
 // c's copy of the block (valid until the cursor loads the next block),
 // and moves on; ok is false at the end.
 func (c *cursor) next(e *record.Entry) (ok bool, err error) {
-	if c.b >= c.r.nblocks {
-		return false, nil
-	}
 	if !c.ok {
+		// A block loaded is one not done with: the end is looked for
+		// once a block.
+		if c.done() {
+			return false, nil
+		}
 		if err := c.load(); err != nil {
 			return false, err
 		}
@@ -792,7 +987,7 @@ func (c *cursor) next(e *record.Entry) (ok bool, err error) {
 		Value:     c.blk[at+32+kl : at+32+kl+vl : at+32+kl+vl],
 	}
 	if c.j++; c.j == c.n {
-		c.b, c.j, c.ok = c.b+1, 0, false
+		c.advance()
 	}
 	return true, nil
 }
@@ -844,10 +1039,11 @@ func (r *Reader) all(start, end []byte, fresh bool) iter.Seq2[*record.Entry, err
 	}
 }
 
-// Verify checks the whole image (FORMAT.md, "Snapshot image", step 5):
-// every block and hash page, the entry count, each entry found through
-// the hash index at its own slot and no other slot in use, and every key
-// a lease binds. It reads the whole file.
+// Verify checks the whole image (FORMAT.md, "Snapshot image", step 6):
+// every block and hash page, in version 5 the whole block index and each
+// block against it, the entry count, each entry found through the hash
+// index at its own slot and no other slot in use, and every key a lease
+// binds. It reads the whole file.
 func (r *Reader) Verify() (err error) {
 	if err := r.acquire(); err != nil {
 		return err
@@ -857,13 +1053,30 @@ func (r *Reader) Verify() (err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	r.m.Advise(0, int64(len(r.b)), vfs.AdviceSequential)
 	defer r.m.Advise(0, int64(len(r.b)), vfs.AdviceRandom)
+	if r.byPage {
+		// The block index, whole, and each block against it.
+		if err := r.section(r.leaseOff, r.secEnd-r.leaseOff); err != nil {
+			return err
+		}
+		if err := r.checkIndex(); err != nil {
+			return err
+		}
+	}
 	var n uint64
 	for i := range r.nblocks {
-		blk, err := r.block(i)
+		page, pages, first := r.item(i)
+		var blk []byte
+		if r.byPage {
+			blk, err = r.blockAt(page)
+			if err == nil {
+				err = r.verifyBlock(blockName{n: i}, page*PageSize, pages, blk, first, true)
+			}
+		} else {
+			blk, err = r.block(i)
+		}
 		if err != nil {
 			return err
 		}
-		page, _, _ := r.item(i)
 		for j := range uint64(u16(blk, 8)) {
 			at := entryAt(blk, j)
 			key := entryKey(blk, at)

@@ -75,7 +75,17 @@ func Salvage(fsys vfs.FS, name string, entry func(*record.Entry) error) (snapsho
 		if err != nil {
 			return out, err
 		}
-		ft, footerOK = parseFooter(b, size)
+		// The version in the header picks the layout; a header too
+		// damaged to say takes the first layout that fits.
+		versions := []uint16{Version, VersionBlockNumbered}
+		if v := u16(first, 6); len(first) >= fileHeaderSize && isImageVersion(v) {
+			versions = []uint16{v}
+		}
+		for _, v := range versions {
+			if ft, footerOK = parseFooter(b, size, v); footerOK {
+				break
+			}
+		}
 	}
 	dataEnd := size / PageSize // pages 1 to dataEnd-1 may hold blocks
 	if footerOK {
@@ -140,27 +150,27 @@ func Salvage(fsys vfs.FS, name string, entry func(*record.Entry) error) (snapsho
 	}
 
 	// What follows the blocks: the lease section and block index (one
-	// checksum), zeros to the page, the hash pages.
+	// checksum, or version 5's page checksum table), zeros to the page,
+	// the hash pages.
 	if footerOK {
 		secOff := PageSize * dataEnd
-		secEnd := secOff + ft.leaseLen + ft.idxLen
-		sec, err := w.at(secOff, int(secEnd-secOff))
+		sec, err := w.at(secOff, int(ft.tabEnd-secOff))
 		if err != nil {
 			return out, err
 		}
-		if crc(sec) == ft.sectionCRC {
+		if sectionSound(sec[:ft.secEnd-secOff], sec[ft.secEnd-secOff:], ft) {
 			out.Meta.Leases = ft.nleases
 			out.Leases = int(ft.nleases)
 		} else {
 			out.LeasesUnknown = true
-			index(secOff, secEnd)
+			index(secOff, ft.tabEnd)
 		}
-		pad, err := w.at(secEnd, int(ft.hashOff-secEnd))
+		pad, err := w.at(ft.tabEnd, int(ft.hashOff-ft.tabEnd))
 		if err != nil {
 			return out, err
 		}
 		if !allZero(pad) {
-			index(secEnd, ft.hashOff)
+			index(ft.tabEnd, ft.hashOff)
 		}
 		for p := range ft.hpages {
 			off := ft.hashOff + p*PageSize
@@ -184,24 +194,42 @@ func Salvage(fsys vfs.FS, name string, entry func(*record.Entry) error) (snapsho
 
 // footer is an image's footer, parsed.
 type footer struct {
+	version                                                   uint16
 	count, nblocks, dpages, nleases, leaseLen, idxLen, hpages uint64
-	hashOff                                                   uint64
+	secEnd, tabEnd, hashOff                                   uint64
 	sectionCRC                                                uint32
 }
 
-// parseFooter parses and checks b, the footer of an image of size
-// bytes: its checksum, and a layout that fills the file.
-func parseFooter(b []byte, size uint64) (footer, bool) {
+// sectionSound reports whether the lease section and block index sec,
+// followed by tab (version 5's page checksum table; empty before), check
+// out against ft.
+func sectionSound(sec, tab []byte, ft footer) bool {
+	if ft.version != Version {
+		return crc(sec) == ft.sectionCRC
+	}
+	if crc(tab) != ft.sectionCRC {
+		return false
+	}
+	for p := range sectionPages(uint64(len(sec))) {
+		if crc(sec[p*PageSize:min((p+1)*PageSize, uint64(len(sec)))]) != u32(tab, 4*p) {
+			return false
+		}
+	}
+	return true
+}
+
+// parseFooter parses and checks b, the footer of an image of version v
+// and size bytes: its checksum, and a layout that fills the file.
+func parseFooter(b []byte, size uint64, v uint16) (footer, bool) {
 	if uint64(len(b)) < FooterSize || crc(b[:68]) != u32(b, 68) {
 		return footer{}, false
 	}
-	ft := footer{count: u64(b, 0), nblocks: u64(b, 8), dpages: u64(b, 16), nleases: u64(b, 24),
+	ft := footer{version: v, count: u64(b, 0), nblocks: u64(b, 8), dpages: u64(b, 16), nleases: u64(b, 24),
 		leaseLen: u64(b, 32), idxLen: u64(b, 40), hpages: u64(b, 48), sectionCRC: u32(b, 64)}
 	if pages := size / PageSize; ft.dpages > pages || ft.hpages > pages || ft.leaseLen > size || ft.idxLen > size {
 		return footer{}, false
 	}
-	secEnd := PageSize*(1+ft.dpages) + ft.leaseLen + ft.idxLen
-	ft.hashOff = (secEnd + PageSize - 1) / PageSize * PageSize
+	ft.secEnd, ft.tabEnd, ft.hashOff = sectionLayout(v, ft.dpages, ft.leaseLen, ft.idxLen)
 	if ft.hashOff+PageSize*ft.hpages+FooterSize != size {
 		return footer{}, false
 	}

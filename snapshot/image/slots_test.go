@@ -72,7 +72,8 @@ func TestSlotNamingNoEntry(t *testing.T) {
 	}
 }
 
-// asVersion3 rewrites a version 4 image as version 3 would have held it:
+// asVersion3 rewrites a version 4 image (VersionBlockNumbered) as
+// version 3 would have held it:
 // each slot names its entry's position instead of its offset and keeps
 // 23 bits of the hash, the version says 3, and the hash pages' checksums
 // are made again. It is the image the Writer wrote before version 4.
@@ -118,7 +119,7 @@ func TestVersion3(t *testing.T) {
 		makeContent(300, func(i int) int { return i % 50 }, true),
 		makeContent(5, func(i int) int { return 4100 * (i % 2) }, false),
 	} {
-		img := asVersion3(t, c.encode(t))
+		img := asVersion3(t, c.encodeVersion(t, VersionBlockNumbered))
 		r, err := Open(memFile(t, img))
 		must(t, err)
 		if r.version != VersionNamedByPosition {
@@ -136,7 +137,7 @@ func TestVersion3(t *testing.T) {
 		}
 		return 60 + i%37
 	}, true)
-	img := asVersion3(t, c.encode(t))
+	img := asVersion3(t, c.encodeVersion(t, VersionBlockNumbered))
 	fs, name := memFile(t, img)
 	f, err := fs.OpenReadWrite(name)
 	must(t, err)

@@ -20,6 +20,9 @@ type Options struct {
 	// Seed is the key hash's seed; 0 draws a random one (crypto/rand).
 	// Tests fix it to write the same bytes twice.
 	Seed uint64
+	// version is the format version to write: 0 is Version; tests set
+	// VersionBlockNumbered, to have images of the version before.
+	version uint16
 }
 
 // Writer writes an image in one sequential pass: the first page, then
@@ -31,11 +34,12 @@ type Options struct {
 // hash, for the hash index it writes last) and about 16 bytes and a key
 // per block; at Close it adds the hash index, about 11 bytes per entry.
 type Writer struct {
-	w    io.Writer
-	err  error
-	off  int64
-	meta snapshot.Meta
-	seed uint64
+	w       io.Writer
+	err     error
+	off     int64
+	meta    snapshot.Meta
+	seed    uint64
+	version uint16
 
 	leases []record.Lease
 	bound  [][]byte // every key a lease binds, sorted: each must be met
@@ -61,7 +65,10 @@ type Writer struct {
 // order, each key bound one of the entries to come (as for
 // snapshot.WriteLeases).
 func NewWriter(w io.Writer, meta snapshot.Meta, leases []record.Lease, opts Options) *Writer {
-	iw := &Writer{w: w, meta: meta, seed: opts.Seed, leases: leases, page: make([]byte, PageSize)}
+	iw := &Writer{w: w, meta: meta, seed: opts.Seed, version: opts.version, leases: leases, page: make([]byte, PageSize)}
+	if iw.version == 0 {
+		iw.version = Version
+	}
 	if iw.seed == 0 {
 		var b [8]byte
 		if _, err := rand.Read(b[:]); err != nil {
@@ -76,7 +83,7 @@ func NewWriter(w io.Writer, meta snapshot.Meta, leases []record.Lease, opts Opti
 	slices.SortFunc(iw.bound, bytes.Compare)
 	p := iw.page
 	copy(p, magic[:])
-	binary.LittleEndian.PutUint16(p[6:], Version)
+	binary.LittleEndian.PutUint16(p[6:], iw.version)
 	f := p[fileHeaderSize:]
 	binary.LittleEndian.PutUint32(f[4:], metaPayloadSize)
 	f[8] = frameMeta
@@ -172,6 +179,10 @@ func (w *Writer) flush() {
 	if n == 1 {
 		pages = blockPages(uint64(len(w.body)))
 	}
+	if w.pages+pages > maxDataPages {
+		w.err = errWriter("more data pages than an image holds")
+		return
+	}
 	var blk []byte
 	if pages == 1 {
 		blk = w.page
@@ -210,7 +221,9 @@ func (w *Writer) Close() error {
 		w.err = errWriter("a lease binds %q, which is not an entry", w.bound[w.nbound])
 		return w.err
 	}
-	// The lease section and the block index, one checksum over both.
+	// The lease section and the block index, then (version 5) a checksum
+	// of each of their pages, which the footer's checksums; before, one
+	// checksum of both, in the footer.
 	var sec []byte
 	var prevID record.LeaseID
 	for i := range w.leases {
@@ -245,6 +258,14 @@ func (w *Writer) Close() error {
 	sec = append(sec, w.keys...)
 	sectionCRC := crc(sec)
 	w.write(sec)
+	if w.version == Version {
+		var tab []byte
+		for p := range sectionPages(uint64(len(sec))) {
+			tab = binary.LittleEndian.AppendUint32(tab, crc(sec[p*PageSize:min((p+1)*PageSize, uint64(len(sec)))]))
+		}
+		sectionCRC = crc(tab)
+		w.write(tab)
+	}
 	if pad := (PageSize - w.off%PageSize) % PageSize; pad > 0 {
 		w.write(make([]byte, pad))
 	}
@@ -256,6 +277,12 @@ func (w *Writer) Close() error {
 	slots := make([]uint64, nslots)
 	k := 0
 	for b, n := range w.perBlock {
+		// Version 5 names the block by its first page, the version
+		// before by its number.
+		block := uint64(b)
+		if w.version == Version {
+			block = binary.LittleEndian.Uint64(w.items[itemSize*b:])
+		}
 		for range int(n) {
 			h, at := w.hashes[k], w.at[k]
 			k++
@@ -265,7 +292,7 @@ func (w *Writer) Close() error {
 					j = 0
 				}
 			}
-			slots[j] = slotsByOffset.slot(h, uint64(b), uint64(at))
+			slots[j] = slotsByOffset.slot(h, block, uint64(at))
 		}
 	}
 	w.hashes, w.at = nil, nil
