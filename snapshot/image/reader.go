@@ -49,8 +49,7 @@ type mapped struct {
 	itemsOff  uint64 // the block index items
 	keysOff   uint64 // the block index keys
 	keysLen   uint64
-	secEnd    uint64 // the end of the block index
-	tabOff    uint64 // version 5: the page checksum table
+	secEnd    uint64 // the block index's end; version 5's page checksums follow
 	hashOff   uint64
 	hashPages uint64
 	nslots    uint64
@@ -217,7 +216,7 @@ func (r *Reader) open() (err error) {
 	r.meta.Count, r.meta.Leases = count, nleases
 	r.nblocks, r.dataPages = nblocks, dpages
 	r.leaseOff, r.leaseLen = secOff, leaseLen
-	r.secEnd, r.tabOff = secEnd, secEnd
+	r.secEnd = secEnd
 	r.itemsOff = secOff + leaseLen
 	r.keysOff = r.itemsOff + itemSize*nblocks
 	r.keysLen = idxLen - itemSize*nblocks
@@ -325,7 +324,7 @@ func (r *Reader) section(off, n uint64) error {
 			continue
 		}
 		from := secOff + p*PageSize
-		if crc(r.b[from:min(from+PageSize, r.secEnd)]) != u32(r.b, r.tabOff+4*p) {
+		if crc(r.b[from:min(from+PageSize, r.secEnd)]) != u32(r.b, r.secEnd+4*p) {
 			return r.corrupt(from, "lease and block index page %d checksum mismatch", p)
 		}
 		r.secOK[p/64].Or(1 << (p % 64))
