@@ -25,6 +25,11 @@ func headerVersion(fsys vfs.FS, name string) (uint16, bool, error) {
 		return 0, false, err
 	}
 	defer f.Close()
+	return fileVersion(f)
+}
+
+// fileVersion is headerVersion of the open file f.
+func fileVersion(f vfs.File) (uint16, bool, error) {
 	var h [fileHeaderSize]byte
 	if n, err := f.ReadAt(h[:], 0); n < len(h) {
 		if err != nil && err != io.EOF {
@@ -118,14 +123,21 @@ func ReadAny(fsys vfs.FS, name string, meta func(snapshot.Meta) error, lease fun
 // Reader returned is nil. The errors are ReadAny's; on one, nothing is
 // left open.
 func OpenAny(fsys vfs.FS, name string, meta func(snapshot.Meta) error, lease func(*record.Lease) error, entry func(*record.Entry) error) (*Reader, error) {
-	img, err := isImage(fsys, name)
+	// One open of the file serves the look at its version and, for an
+	// image, the mapping.
+	f, err := fsys.Open(name)
 	if err != nil {
 		return nil, err
 	}
-	if !img {
+	v, ok, err := fileVersion(f)
+	if err != nil || !ok || !isImageVersion(v) {
+		f.Close()
+		if err != nil {
+			return nil, err
+		}
 		return nil, snapshot.ReadFileLeases(fsys, name, meta, lease, entry)
 	}
-	r, err := Open(fsys, name)
+	r, err := openFile(f, name)
 	if err != nil {
 		if m, merr := ReadMeta(fsys, name); merr == nil && meta != nil && !errors.Is(err, vfs.ErrMapFault) {
 			if ferr := meta(m); ferr != nil {

@@ -98,6 +98,11 @@ func Open(fsys vfs.FS, name string) (*Reader, error) {
 	if err != nil {
 		return nil, err
 	}
+	return openFile(f, name)
+}
+
+// openFile is Open of f, the file name open, which it closes.
+func openFile(f vfs.File, name string) (*Reader, error) {
 	fi, err := f.Stat()
 	if err != nil {
 		f.Close()
@@ -114,8 +119,9 @@ func Open(fsys vfs.FS, name string) (*Reader, error) {
 	r := &Reader{mapped: &mapped{name: name, m: m, b: m.Bytes(), unmapped: make(chan struct{})}}
 	r.refs.Store(1)
 	// Lookups read a page or two each, and open reads the first page, the
-	// footer and the block index (which it asks for whole): no read-ahead
-	// around any of them, which on a cold cache read megabytes.
+	// footer, the page checksums and the leases (versions 3 and 4: the
+	// block index, which it asks for whole): no read-ahead around any of
+	// them, which on a cold cache read megabytes.
 	m.Advise(0, int64(len(r.b)), vfs.AdviceRandom)
 	if err := r.open(); err != nil {
 		m.Close()
@@ -448,6 +454,9 @@ func (r *Reader) Clone() (*Reader, error) {
 // Meta returns the image's first record (covered segment, revision) with
 // its entry and lease counts.
 func (r *Reader) Meta() snapshot.Meta { return r.meta }
+
+// Size returns the image file's size in bytes.
+func (r *Reader) Size() int64 { return int64(len(r.b)) }
 
 // Len returns the number of entries.
 func (r *Reader) Len() int { return int(r.meta.Count) }
