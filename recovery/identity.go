@@ -190,20 +190,33 @@ func (k DirKind) HoldsStore() bool { return k == DirMarked || k == DirUnmarked }
 // ErrMarkerVersion), returned with DirMarked. A file under a store's name
 // that is not a regular file fails as vfs.ErrNotRegular.
 func Identify(fsys vfs.FS, dir string) (DirKind, error) {
+	kind, _, err := identify(fsys, dir)
+	return kind, err
+}
+
+// identify is Identify, which also returns the directory's listing (nil
+// when it is missing), so that recovery need not list it again.
+func identify(fsys vfs.FS, dir string) (DirKind, []string, error) {
 	fi, err := fsys.Stat(dir)
 	if errors.Is(err, fs.ErrNotExist) {
-		return DirMissing, nil
+		return DirMissing, nil, nil
 	}
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	if !fi.IsDir() {
-		return 0, &NotDataDirError{Dir: dir, Reason: "not a directory"}
+		return 0, nil, &NotDataDirError{Dir: dir, Reason: "not a directory"}
 	}
 	names, err := fsys.List(dir)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
+	kind, err := identifyNames(fsys, dir, names)
+	return kind, names, err
+}
+
+// identifyNames is identify of a directory that lists names.
+func identifyNames(fsys vfs.FS, dir string, names []string) (DirKind, error) {
 	for _, n := range names {
 		if n == MarkerName {
 			return DirMarked, checkMarker(fsys, dir)

@@ -130,7 +130,7 @@ func recoverOnce(fsys vfs.FS, dir string, opts Options) (_ *Result, retErr error
 
 	// 0. Is it a store? Nothing that is not one is read as data or
 	// changed.
-	kind, err := Identify(fsys, dir)
+	kind, names, err := identify(fsys, dir)
 	if err != nil {
 		return nil, err
 	}
@@ -140,10 +140,12 @@ func recoverOnce(fsys vfs.FS, dir string, opts Options) (_ *Result, retErr error
 	marked := kind == DirMarked
 	res.Created = kind == DirEmpty
 
-	// 1. What is there.
-	names, err := fsys.List(dir)
-	if err != nil {
-		return nil, err
+	// 1. What is there: the listing identify read.
+	if kind == DirMissing {
+		// Nothing to list: say so as a listing does.
+		if names, err = fsys.List(dir); err != nil {
+			return nil, err
+		}
 	}
 	hasTmp := false
 	for _, n := range names {
@@ -157,32 +159,25 @@ func recoverOnce(fsys vfs.FS, dir string, opts Options) (_ *Result, retErr error
 		}
 		hasTmp = false
 	}
-	segs, err := wal.ListSegments(fsys, dir)
-	if err != nil {
-		return nil, err
-	}
+	segs := wal.SegmentsIn(names)
 
-	// 2. The snapshot, if any: an image (version 3 or 4) is opened, its few
-	// kilobytes of layout and its leases checked, and serves the entries
-	// in place, each block verified on its first read; a snapshot of
-	// version 1 or 2 is verified whole as it is loaded into the map.
-	reserve := 0
-	base, err := image.OpenAny(fsys, path.Join(dir, snapshot.Name),
-		func(meta snapshot.Meta) error {
-			res.Snapshot = meta
-			// Size the index for the entries, but never past what the
-			// file can hold: a damaged count must not allocate.
-			if fi, err := fsys.Stat(path.Join(dir, snapshot.Name)); err == nil {
-				res.SnapshotBytes = fi.Size()
-				reserve = int(min(meta.Count, uint64(fi.Size()/snapshot.MinEntrySize)))
-			}
-			return nil
-		},
+	// 2. The snapshot, if any: an image (version 3 to 5) is opened, its
+	// few kilobytes of layout and its leases checked, and serves the
+	// entries in place, each block verified on its first read; a snapshot
+	// of version 1 or 2 is verified whole as it is loaded into the map.
+	snapName := path.Join(dir, snapshot.Name)
+	first := true
+	base, err := image.OpenAny(fsys, snapName,
+		func(meta snapshot.Meta) error { res.Snapshot = meta; return nil },
 		func(le *record.Lease) error { return res.Leases.Load(le) },
 		func(e *record.Entry) error {
-			if reserve > 0 { // the first entry of a snapshot loaded whole
-				m.Reserve(reserve)
-				reserve = 0
+			if first { // the first entry of a snapshot loaded whole
+				first = false
+				// Size the index for the entries, but never past what
+				// the file can hold: a damaged count must not allocate.
+				if fi, err := fsys.Stat(snapName); err == nil {
+					m.Reserve(int(min(res.Snapshot.Count, uint64(fi.Size()/snapshot.MinEntrySize))))
+				}
 			}
 			m.Load(e)
 			return nil
@@ -191,6 +186,11 @@ func recoverOnce(fsys vfs.FS, dir string, opts Options) (_ *Result, retErr error
 	case err == nil:
 		res.HadSnapshot = true
 		m.SetRevision(res.Snapshot.Revision)
+		if base != nil {
+			res.SnapshotBytes = base.Size()
+		} else if fi, err := fsys.Stat(snapName); err == nil {
+			res.SnapshotBytes = fi.Size()
+		}
 	case errors.Is(err, fs.ErrNotExist):
 		m = record.NewMap()
 		m.Defer()

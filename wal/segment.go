@@ -61,6 +61,12 @@ func ListSegments(fsys vfs.FS, dir string) ([]SegmentNum, error) {
 	if err != nil {
 		return nil, err
 	}
+	return SegmentsIn(names), nil
+}
+
+// SegmentsIn returns the segments that names (a directory's listing)
+// hold, in ascending order.
+func SegmentsIn(names []string) []SegmentNum {
 	var segs []SegmentNum
 	for _, name := range names {
 		if n, ok := ParseSegmentName(name); ok {
@@ -68,7 +74,7 @@ func ListSegments(fsys vfs.FS, dir string) ([]SegmentNum, error) {
 		}
 	}
 	slices.Sort(segs)
-	return segs, nil
+	return segs
 }
 
 // CheckContiguous returns a *CorruptError when segs (ascending) does not
