@@ -117,12 +117,21 @@ type source interface {
 // machine cost more than the read.
 const scanWindow = 256 << 10
 
+// firstWindow is a scan's first read; each read after it is twice the
+// one before, up to the window. The newest segment of a store just
+// reopened is mostly its reserved zeros, which a scan reads to the end:
+// read in growing pieces into the front of one buffer, they fault in
+// fewer of its pages, which a new process pays for more than for the
+// reads.
+const firstWindow = 16 << 10
+
 // fileSource reads a segment file a window at a time.
 type fileSource struct {
 	f      vfs.File
 	name   string
 	size   int64
 	window int64
+	next   int64  // the next read's size, growing to window; 0 before the first
 	buf    []byte // the bytes from base on
 	base   int64
 }
@@ -134,9 +143,15 @@ func (s *fileSource) at(off int64, n int) ([]byte, error) {
 	if off >= s.base && end <= s.base+int64(len(s.buf)) {
 		return s.buf[off-s.base : end-s.base], nil
 	}
-	w := min(max(end-off, s.window), s.size-off)
+	if s.next == 0 {
+		s.next = min(firstWindow, s.window)
+	}
+	w := min(max(end-off, s.next), s.size-off)
+	s.next = min(2*s.next, s.window)
 	if int64(cap(s.buf)) < w {
-		s.buf = make([]byte, w)
+		// Room for the whole window at once, which later reads grow
+		// into: only the pages a read fills are touched.
+		s.buf = make([]byte, w, max(w, min(s.window, s.size)))
 	}
 	s.buf, s.base = s.buf[:w], off
 	if k, err := s.f.ReadAt(s.buf, off); err != nil && !(err == io.EOF && int64(k) == w) {
@@ -360,8 +375,9 @@ func (sc *scanner) headerDamage(newest bool, info SegmentInfo, reason string) (S
 
 // zerosFrom reports whether the segment holds only zeros from off on.
 func zerosFrom(src source, off int64) (bool, error) {
-	for off < src.len() {
-		b, err := src.at(off, scanWindow)
+	// In growing pieces, as a fileSource reads (firstWindow).
+	for n := firstWindow; off < src.len(); n = min(2*n, scanWindow) {
+		b, err := src.at(off, n)
 		if err != nil {
 			return false, err
 		}

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"hash/crc32"
 	"math/rand/v2"
+	"sync/atomic"
 )
 
 // RecordType is the type byte of a record, its first byte. It is part of
@@ -87,10 +88,26 @@ func newSalt() uint64 {
 	}
 }
 
+// lastKey is the key keyFor made last: an open derives the newest
+// segment's key twice, to read the segment and then to write on, and the
+// 4 KiB of a key are a few microseconds of a short-lived process's open.
+// A segKey is never changed once made.
+var lastKey atomic.Pointer[segKey]
+
 // keyFor derives a segment's checksum seed and scrambling key from its
 // salt. The key is the output of SplitMix64 seeded with the salt, 8 bytes
 // little-endian per step (part of the on-disk format).
 func keyFor(salt uint64) *segKey {
+	if k := lastKey.Load(); k != nil && k.salt == salt {
+		return k
+	}
+	k := makeKey(salt)
+	lastKey.Store(k)
+	return k
+}
+
+// makeKey is keyFor, without the cache.
+func makeKey(salt uint64) *segKey {
 	k := &segKey{salt: salt}
 	var sb [8]byte
 	binary.LittleEndian.PutUint64(sb[:], salt)
