@@ -181,10 +181,22 @@ var errLockStale = errors.New("vfs: lock file replaced")
 func (o osFS) lockOnce(name string, exclusive bool) (File, error) {
 	// O_NOFOLLOW: the holder truncates and writes the lock file, which must
 	// never reach a file outside the directory through a planted symlink.
-	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW|unix.O_CLOEXEC, o.mode())
-	if err != nil {
-		return nil, err
+	// unix.Open, not os.OpenFile, whose file it would try to add to the
+	// runtime's poller (for a regular file, in vain): a short-lived
+	// process's open paid for the poller's start and five more system
+	// calls.
+	var fd int
+	var err error
+	for {
+		fd, err = unix.Open(name, unix.O_RDWR|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC, uint32(o.mode().Perm()))
+		if err != unix.EINTR {
+			break
+		}
 	}
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: name, Err: err}
+	}
+	f := os.NewFile(uintptr(fd), name)
 	how := unix.LOCK_SH
 	if exclusive {
 		how = unix.LOCK_EX
