@@ -477,7 +477,7 @@ func checkpoint(fsys vfs.FS, dir string, opts Options, res *Result, last wal.Seg
 // WriteCheckpoint is FORMAT.md's checkpoint once the log has rotated (the
 // segment meta.Covered is sealed and its successor exists durably): it
 // publishes a snapshot of entries with meta as its first record, an
-// image (format version 4, image.Write), durable when it returns
+// image (format version 5, image.Write), durable when it returns
 // (snapshot.tmp, fdatasync, rename, directory fsync), and only then
 // deletes the segments it covers from first on, and
 // returns them. A segment already gone (a checkpoint before removed it)
@@ -520,7 +520,7 @@ func WriteCheckpointLeases(fsys vfs.FS, dir string, meta snapshot.Meta, leases [
 			return deleted, err
 		}
 	}
-	// The snapshot is an image (version 4), published as every snapshot
+	// The snapshot is an image (version 5), published as every snapshot
 	// is (tmp, fdatasync, rename, directory fsync: durable when Write
 	// returns), its meta frame first, naming what it covers. Its hash
 	// seed is drawn at random, so that no one can choose keys that

@@ -704,7 +704,7 @@ func (r *Reader) slotBlockOK(bi uint64) bool {
 
 // slotPosOK reports whether pos can name an entry in a block: an offset
 // after a header and an offset table of one entry, with room for an
-// entry's fixed fields in the block's first page (version 4), or a
+// entry's fixed fields in the block's first page (versions 4 and 5), or a
 // position below the most entries a block holds (version 3).
 func (r *Reader) slotPosOK(pos uint64) bool {
 	if r.slots == slotsByPosition {
