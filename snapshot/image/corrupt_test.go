@@ -2,6 +2,7 @@ package image
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"strings"
@@ -211,11 +212,13 @@ func testIndexOrder(t *testing.T, v uint16, format string) {
 	}
 }
 
-// TestScanChecksOrderAcrossBlocks swaps two blocks of a version 5 image,
-// whose checksums then still hold (each covers its block's bytes only),
-// and checks that a walk refuses the second block it reaches as not above
-// the one before: version 5 verifies a block without the block index, so
-// the order across blocks is the walk's to check.
+// TestScanChecksOrderAcrossBlocks makes a block of a version 5 image
+// start below, then at, the last key of the block before it, its
+// checksums holding (each covers its block's bytes only): two blocks
+// swapped, and a block's first key made the one before's last. A walk
+// must refuse the block as not above the one before: version 5 verifies
+// a block without the block index, so the order across blocks is the
+// walk's to check.
 func TestScanChecksOrderAcrossBlocks(t *testing.T) {
 	c := makeContent(40, func(int) int { return 900 }, false)
 	img := c.encode(t)
@@ -225,26 +228,34 @@ func TestScanChecksOrderAcrossBlocks(t *testing.T) {
 		t.Fatalf("%d blocks in %d pages, the test needs 4 of a page each", r.nblocks, r.dataPages)
 	}
 	r.Close()
-	b := bytes.Clone(img)
-	copy(b[2*PageSize:3*PageSize], img[3*PageSize:4*PageSize])
-	copy(b[3*PageSize:4*PageSize], img[2*PageSize:3*PageSize])
-	fs, name := memFile(t, b)
-	r, err = Open(fs, name)
-	must(t, err)
-	defer r.Close()
-	var last error
-	n := 0
-	for _, err := range r.All(nil, nil) {
-		if last = err; err != nil {
-			break
+	swapped := bytes.Clone(img)
+	copy(swapped[2*PageSize:3*PageSize], img[3*PageSize:4*PageSize])
+	copy(swapped[3*PageSize:4*PageSize], img[2*PageSize:3*PageSize])
+	// The block at page 3 starts with the last key of the one at page 2
+	// (the keys are of one length), its checksum made again.
+	equal := bytes.Clone(img)
+	b2, b3 := equal[2*PageSize:3*PageSize], equal[3*PageSize:4*PageSize]
+	copy(entryKey(b3, entryAt(b3, 0)), entryKey(b2, entryAt(b2, uint64(u16(b2, 8))-1)))
+	binary.LittleEndian.PutUint32(b3, crc(b3[4:]))
+	for what, b := range map[string][]byte{"swapped": swapped, "equal": equal} {
+		fs, name := memFile(t, b)
+		r, err := Open(fs, name)
+		must(t, err)
+		var last error
+		n := 0
+		for _, err := range r.All(nil, nil) {
+			if last = err; err != nil {
+				break
+			}
+			n++
 		}
-		n++
-	}
-	var ce *corrupt.Error
-	if !isCorrupt(last, name) || !errors.As(last, &ce) || ce.Offset != 3*PageSize || !strings.Contains(ce.Reason, "not above") {
-		t.Errorf("All over swapped blocks: %d entries, then %v; want ErrCorrupt at offset %d", n, last, 3*PageSize)
-	}
-	if err := r.Verify(); !isCorrupt(err, name) {
-		t.Errorf("Verify of swapped blocks: %v", err)
+		var ce *corrupt.Error
+		if !isCorrupt(last, name) || !errors.As(last, &ce) || ce.Offset != 3*PageSize || !strings.Contains(ce.Reason, "not above") {
+			t.Errorf("%s: All: %d entries, then %v; want ErrCorrupt at offset %d", what, n, last, 3*PageSize)
+		}
+		if err := r.Verify(); !isCorrupt(err, name) {
+			t.Errorf("%s: Verify: %v", what, err)
+		}
+		r.Close()
 	}
 }
