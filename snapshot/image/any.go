@@ -2,15 +2,17 @@ package image
 
 import (
 	"errors"
+	"fmt"
 	"io"
 
+	"github.com/kvstore/kv/internal/corrupt"
 	"github.com/kvstore/kv/record"
 	"github.com/kvstore/kv/snapshot"
 	"github.com/kvstore/kv/vfs"
 )
 
 // The readers of a data directory meet a snapshot of any version the
-// store has written: versions 1 and 2 (package snapshot's frames), 3 and 4
+// store has written: versions 1 and 2 (package snapshot's frames), 3 to 5
 // (this package's image). The functions below look at the version in the
 // file's header and hand the file to the reader of that version, so that
 // a caller reads every version with one call. They live here, not in
@@ -43,10 +45,30 @@ func fileVersion(f vfs.File) (uint16, bool, error) {
 	return u16(h[:], 6), true, nil
 }
 
-// isImage reports whether file name is a snapshot of version 3 to 5.
+// isImage reports whether file name is a snapshot of version 3 to 5,
+// and fails as versionKnown does.
 func isImage(fsys vfs.FS, name string) (bool, error) {
 	v, ok, err := headerVersion(fsys, name)
-	return ok && isImageVersion(v), err
+	if err != nil || !ok {
+		return false, err
+	}
+	return versionKnown(name, v)
+}
+
+// versionKnown reports whether v, the version in the header of a
+// snapshot's file name, is an image's (3 to 5); one of package
+// snapshot's (1 and 2) is not. Any other version is snapshot.ErrVersion
+// naming every version this build reads, where package snapshot's
+// reader would name only its own.
+func versionKnown(name string, v uint16) (bool, error) {
+	switch {
+	case isImageVersion(v):
+		return true, nil
+	case v >= 1 && v <= snapshot.Version:
+		return false, nil
+	}
+	return false, &corrupt.Error{Err: snapshot.ErrVersion, File: name, Offset: 6,
+		Reason: fmt.Sprintf("snapshot format version %d, this build reads versions 1 to %d", v, Version)}
 }
 
 // ReadAny reads the snapshot in file name, of version 1 to 5, and
@@ -130,7 +152,11 @@ func OpenAny(fsys vfs.FS, name string, meta func(snapshot.Meta) error, lease fun
 		return nil, err
 	}
 	v, ok, err := fileVersion(f)
-	if err != nil || !ok || !isImageVersion(v) {
+	img := false
+	if err == nil && ok {
+		img, err = versionKnown(name, v)
+	}
+	if err != nil || !img {
 		f.Close()
 		if err != nil {
 			return nil, err
@@ -202,11 +228,13 @@ var errStopMeta = errors.New("image: stop after the meta record")
 // reads every entry of file name that checks out, whatever damage lies
 // around it, and reports the rest (see Salvage for an image).
 func SalvageAny(fsys vfs.FS, name string, entry func(*record.Entry) error) (snapshot.Salvaged, error) {
-	img, err := isImage(fsys, name)
+	// A version no reader reads is not refused here: salvage never fails
+	// on damage, and package snapshot's reads what frames it finds.
+	v, ok, err := headerVersion(fsys, name)
 	if err != nil {
 		return snapshot.Salvaged{}, err
 	}
-	if img {
+	if ok && isImageVersion(v) {
 		return Salvage(fsys, name, entry)
 	}
 	return snapshot.Salvage(fsys, name, entry)

@@ -2,11 +2,15 @@ package image
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/kvstore/kv/internal/corrupt"
 	"github.com/kvstore/kv/record"
 	"github.com/kvstore/kv/snapshot"
 	"github.com/kvstore/kv/vfs"
@@ -234,15 +238,19 @@ func TestOpenRefusesOtherVersions(t *testing.T) {
 }
 
 // TestOpenReadsLittle checks the promise that Open reads the first page,
-// the footer and the block index and nothing else: an image whose data
-// blocks and hash pages are all zeros (every checksum in them broken)
-// opens, and only reads fail.
+// the footer, the page checksums and the leases and nothing else: an
+// image whose data blocks, block index and hash pages are all zeros
+// (every checksum in them broken) opens, and only reads fail, a seek
+// (which reads the block index) included.
 func TestOpenReadsLittle(t *testing.T) {
 	c := makeContent(2000, func(int) int { return 50 }, false)
 	img := c.encode(t)
-	dataEnd := PageSize * (1 + int(u64(img[len(img)-FooterSize:], 16)))
+	f := img[len(img)-FooterSize:]
+	dataEnd := PageSize * (1 + int(u64(f, 16)))
 	clear(img[PageSize:dataEnd])
-	hashOff := len(img) - FooterSize - PageSize*int(u64(img[len(img)-FooterSize:], 48))
+	idxOff := dataEnd + int(u64(f, 32))
+	clear(img[idxOff : idxOff+int(u64(f, 40))])
+	hashOff := len(img) - FooterSize - PageSize*int(u64(f, 48))
 	clear(img[hashOff : len(img)-FooterSize])
 	fs, name := memFile(t, img)
 	r, err := Open(fs, name)
@@ -253,6 +261,9 @@ func TestOpenReadsLittle(t *testing.T) {
 	}
 	if _, err := collect(r, nil, nil); !isCorrupt(err, name) {
 		t.Errorf("All over zeroed blocks: %v", err)
+	}
+	if _, err := collect(r, c.entries[1000].Key, nil); !isCorrupt(err, name) {
+		t.Errorf("All from a key, over a zeroed block index: %v", err)
 	}
 }
 
@@ -275,5 +286,33 @@ func TestClosed(t *testing.T) {
 	}
 	if err := r.Verify(); !errors.Is(err, ErrClosed) {
 		t.Errorf("Verify: %v", err)
+	}
+}
+
+// TestAnyNamesEveryVersion gives the readers of a data directory's
+// snapshot a header of a version no reader here reads (0, and 6, a
+// future image's): each refuses it with ErrVersion naming the file and
+// every version this build reads, 1 to 5, where package snapshot's
+// reader would name its own two; SalvageAny, which never fails on
+// damage, does not refuse it.
+func TestAnyNamesEveryVersion(t *testing.T) {
+	for _, v := range []uint16{0, Version + 1} {
+		b := binary.LittleEndian.AppendUint16([]byte("KVSNAP"), v)
+		b = append(b, make([]byte, 3*PageSize)...)
+		fs, name := memFile(t, b)
+		want := fmt.Sprintf("version %d, this build reads versions 1 to %d", v, Version)
+		for what, err := range map[string]error{
+			"ReadAny":     ReadAny(fs, name, nil, nil, nil),
+			"OpenAny":     func() error { _, err := OpenAny(fs, name, nil, nil, nil); return err }(),
+			"ReadAnyMeta": func() error { _, err := ReadAnyMeta(fs, name); return err }(),
+		} {
+			var ce *corrupt.Error
+			if !errors.Is(err, snapshot.ErrVersion) || !errors.As(err, &ce) || ce.File != name || !strings.Contains(ce.Reason, want) {
+				t.Errorf("%s of a version %d header: %v, want ErrVersion saying %q", what, v, err, want)
+			}
+		}
+		if _, err := SalvageAny(fs, name, nil); err != nil {
+			t.Errorf("SalvageAny of a version %d header: %v", v, err)
+		}
 	}
 }
