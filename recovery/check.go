@@ -69,6 +69,18 @@ type Report struct {
 	Leases, Bound int
 }
 
+// FormatErr returns the snapshot's error when its header names a format
+// version this build does not read (snapshot.ErrVersion), or nil: a
+// later build's snapshot, or one whose version bytes are damaged, which
+// no check here can tell apart. Either way recovery refuses it, and a
+// repair sets it aside, keeping the file as evidence.
+func (r *Report) FormatErr() error {
+	if errors.Is(r.SnapshotErr, snapshot.ErrVersion) {
+		return r.SnapshotErr
+	}
+	return nil
+}
+
 // Clean reports whether recovery would succeed: no problem is corruption.
 // A torn tail is not corruption.
 func (r *Report) Clean() bool {

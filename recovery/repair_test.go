@@ -433,3 +433,36 @@ func TestRepairApplyRefusesTakenName(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckNamesLaterFormat gives a directory a snapshot whose header
+// names a format version this build does not read, as a later build's
+// would: Check reports it as a problem whose error FormatErr returns,
+// matching snapshot.ErrVersion, so that kv check can say so rather than
+// call it damage.
+func TestCheckNamesLaterFormat(t *testing.T) {
+	fsys, dir := newDir(t)
+	writeLog(t, fsys, dir, 1, 1, articleOps())
+	res, err := recovery.Recover(fsys, dir, recovery.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Writer.Close()
+	rep, err := recovery.Check(fsys, dir)
+	if err != nil || rep.FormatErr() != nil {
+		t.Fatalf("Check of a sound directory: %v, FormatErr %v", err, rep.FormatErr())
+	}
+	name := dir + "/" + snapshot.Name
+	b, err := vfs.ReadFile(fsys, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[6]++ // a version past this build's
+	rewrite(t, fsys, name, b)
+	rep, err = recovery.Check(fsys, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Clean() || !errors.Is(rep.FormatErr(), snapshot.ErrVersion) {
+		t.Errorf("Check: clean %v, FormatErr %v; want a problem and ErrVersion", rep.Clean(), rep.FormatErr())
+	}
+}

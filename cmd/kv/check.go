@@ -71,6 +71,11 @@ func printCheck(w io.Writer, rep *recovery.Report) error {
 	} else if rep.SnapshotErr != nil {
 		snap = "snapshot damaged"
 	}
+	advice := "see 'kv DIR repair'"
+	if rep.FormatErr() != nil {
+		snap = "snapshot of a format version this build does not read"
+		advice = "if a later build wrote it, open the directory with that build; if its version is damaged, see 'kv DIR repair', which sets it aside"
+	}
 	if !rep.Clean() {
 		n := 0
 		for _, p := range rep.Problems {
@@ -78,7 +83,7 @@ func printCheck(w io.Writer, rep *recovery.Report) error {
 				n++
 			}
 		}
-		fmt.Fprintf(w, "corrupt: %d problem(s); %s, %d segment(s) to replay; recovery will refuse this directory (see 'kv DIR repair')\n", n, snap, live)
+		fmt.Fprintf(w, "corrupt: %d problem(s); %s, %d segment(s) to replay; recovery will refuse this directory (%s)\n", n, snap, live, advice)
 		return exitError{code: exitFailed}
 	}
 	fmt.Fprintf(w, "ok: %s, %d segment(s) to replay, %d keys at revision %d\n", snap, live, rep.Keys, rep.Revision)
