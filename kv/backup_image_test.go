@@ -13,7 +13,7 @@ import (
 )
 
 // TestBackupStaysFrames: a store's checkpoint writes its snapshot as an
-// image (version 4), and its backup is still the frames of version 1,
+// image (version 5), and its backup is still the frames of version 1,
 // byte for byte what snapshot.Encode makes of the same map at covered
 // segment 0 (FORMAT.md, "Backup").
 func TestBackupStaysFrames(t *testing.T) {
