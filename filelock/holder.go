@@ -25,10 +25,11 @@ type Holder struct {
 	marker Marker
 	done   bool
 
-	lostOnce sync.Once
-	lost     chan struct{}
-	monOnce  sync.Once
-	stopMon  context.CancelFunc
+	lostOnce  sync.Once
+	lost      chan struct{}
+	closeOnce sync.Once // closes lost once: the monitor, the lease watcher and Release may all find the loss
+	monOnce   sync.Once
+	stopMon   context.CancelFunc
 }
 
 // Token is the fencing token: the revision of the store transaction that
@@ -180,11 +181,7 @@ func (h *Holder) Lost() <-chan struct{} {
 
 func (h *Holder) markLost() {
 	h.lostOnce.Do(func() { h.lost = make(chan struct{}) })
-	select {
-	case <-h.lost:
-	default:
-		close(h.lost)
-	}
+	h.closeOnce.Do(func() { close(h.lost) })
 }
 
 func (h *Holder) monitor(ctx context.Context) {

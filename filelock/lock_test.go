@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -254,5 +255,34 @@ func TestHolderFiles(t *testing.T) {
 	b.Release()
 	if n := files(); n != 0 {
 		t.Fatalf("%d holder files after the release", n)
+	}
+}
+
+// TestLostClosedOnceUnderRace has the loss found by many at once, as the
+// monitor, the lease watcher and Release can: the channel is closed once
+// and nobody panics (CI saw "close of closed channel" when two found it
+// in the same instant; the old select-then-close fails this about one
+// run in four).
+func TestLostClosedOnceUnderRace(t *testing.T) {
+	for round := 0; round < 5000; round++ {
+		h := &Holder{done: true} // released: Lost starts no monitor
+		lost := h.Lost()
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for i := 0; i < 8; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				h.markLost()
+			}()
+		}
+		close(start)
+		wg.Wait()
+		select {
+		case <-lost:
+		default:
+			t.Fatalf("round %d: the loss was found but Lost is still open", round)
+		}
 	}
 }
