@@ -107,6 +107,8 @@ type source interface {
 	// at returns the bytes from off to off+n, fewer where the segment
 	// ends first; they stay valid until the next call.
 	at(off int64, n int) ([]byte, error)
+	// held is how many bytes from off at returns without a read.
+	held(off int64) int
 	len() int64
 }
 
@@ -137,6 +139,13 @@ type fileSource struct {
 }
 
 func (s *fileSource) len() int64 { return s.size }
+
+func (s *fileSource) held(off int64) int {
+	if off < s.base || off >= s.base+int64(len(s.buf)) {
+		return 0
+	}
+	return int(s.base + int64(len(s.buf)) - off)
+}
 
 func (s *fileSource) at(off int64, n int) ([]byte, error) {
 	end := min(off+int64(n), s.size)
@@ -375,9 +384,16 @@ func (sc *scanner) headerDamage(newest bool, info SegmentInfo, reason string) (S
 
 // zerosFrom reports whether the segment holds only zeros from off on.
 func zerosFrom(src source, off int64) (bool, error) {
-	// In growing pieces, as a fileSource reads (firstWindow).
+	// What the source holds first, then in growing pieces, as a
+	// fileSource reads (firstWindow): asking for a window from off where
+	// the source holds part of one read the part again (a reopen read
+	// 96 KiB of a 64 KiB segment).
 	for n := firstWindow; off < src.len(); n = min(2*n, scanWindow) {
-		b, err := src.at(off, n)
+		k := src.held(off)
+		if k == 0 {
+			k = n
+		}
+		b, err := src.at(off, k)
 		if err != nil {
 			return false, err
 		}
