@@ -6,6 +6,7 @@ import (
 	"hash/crc32"
 	"os"
 	"path"
+	"slices"
 	"strings"
 	"testing"
 
@@ -397,4 +398,78 @@ func FuzzMarker(f *testing.F) {
 			t.Fatalf("%q: %v", data, err)
 		}
 	})
+}
+
+// TestIdentifyShortcut: Identify reads a store's marker before it lists
+// the directory; on every kind of directory, on the OS's file system and
+// the in-memory one, its answer and error are those of the listing.
+func TestIdentifyShortcut(t *testing.T) {
+	marker := []byte(recovery.MarkerContent())
+	damaged := slices.Clone(marker)
+	damaged[len(damaged)-2] ^= 1
+	setups := []struct {
+		name  string
+		setup func(tb testing.TB, fsys vfs.FS, dir string) string // the directory to ask about
+	}{
+		{"missing", func(_ testing.TB, _ vfs.FS, dir string) string { return dir + "/nowhere" }},
+		{"missing parent", func(_ testing.TB, _ vfs.FS, dir string) string { return dir + "/a/b" }},
+		{"empty", func(_ testing.TB, _ vfs.FS, dir string) string { return dir }},
+		{"a file", func(tb testing.TB, fsys vfs.FS, dir string) string {
+			putFile(tb, fsys, dir+"/todo.txt", []byte("buy milk\n"))
+			return dir + "/todo.txt"
+		}},
+		{"under a file", func(tb testing.TB, fsys vfs.FS, dir string) string {
+			putFile(tb, fsys, dir+"/todo.txt", []byte("buy milk\n"))
+			return dir + "/todo.txt/sub"
+		}},
+		{"a folder of notes", func(tb testing.TB, fsys vfs.FS, dir string) string {
+			putFile(tb, fsys, dir+"/todo.txt", []byte("buy milk\n"))
+			return dir
+		}},
+		{"a marked store", func(tb testing.TB, fsys vfs.FS, dir string) string {
+			putFile(tb, fsys, dir+"/"+recovery.MarkerName, marker)
+			return dir
+		}},
+		{"a damaged marker", func(tb testing.TB, fsys vfs.FS, dir string) string {
+			putFile(tb, fsys, dir+"/"+recovery.MarkerName, damaged)
+			return dir
+		}},
+		{"an empty marker", func(tb testing.TB, fsys vfs.FS, dir string) string {
+			putFile(tb, fsys, dir+"/"+recovery.MarkerName, nil)
+			return dir
+		}},
+		{"a marker that is a directory", func(tb testing.TB, fsys vfs.FS, dir string) string {
+			if err := fsys.MkdirAll(dir+"/"+recovery.MarkerName, 0o755); err != nil {
+				tb.Fatal(err)
+			}
+			return dir
+		}},
+		{"a store made before the marker", func(tb testing.TB, fsys vfs.FS, dir string) string {
+			writeLog(tb, fsys, dir, 1, 1, articleOps())
+			return dir
+		}},
+	}
+	systems := []struct {
+		name string
+		new  func(tb testing.TB) (vfs.FS, string)
+	}{
+		{"mem", func(tb testing.TB) (vfs.FS, string) { return newDir(tb) }},
+		{"os", func(tb testing.TB) (vfs.FS, string) { return vfs.OS, tb.TempDir() }},
+	}
+	for _, sys := range systems {
+		for _, s := range setups {
+			t.Run(sys.name+"/"+s.name, func(t *testing.T) {
+				fsys, dir := sys.new(t)
+				dir = s.setup(t, fsys, dir)
+				got, gotErr := recovery.Identify(fsys, dir)
+				want, wantErr := recovery.IdentifyByListing(fsys, dir)
+				if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
+					t.Fatalf("Identify: %v\nby the listing: %v", gotErr, wantErr)
+				}
+				if got != want && (gotErr == nil || recovery.IsCorrupt(gotErr)) {
+					t.Errorf("Identify = %v, by the listing %v", got, want)
+				}
+			})
+		}
+	}
 }
