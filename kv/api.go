@@ -129,6 +129,7 @@ func (s *Store) control(f func() error) error {
 		return ErrClosed
 	}
 	errc := make(chan error, 1)
+	s.c.ensureStarted()
 	s.c.ctl <- func() { errc <- f() }
 	s.closeMu.RUnlock()
 	return <-errc

@@ -97,6 +97,10 @@ type committer struct {
 	quit  chan struct{}
 	done  chan struct{}
 	flush chan struct{}
+	// startOnce starts the committer once (ensureStarted); running says
+	// it did, read after startOnce.
+	startOnce sync.Once
+	running   bool
 	// histJob hands the flusher a group's changes for the watch
 	// history, and histDone says it has added them (see histDuringSync);
 	// nil until the flusher runs.
@@ -154,8 +158,23 @@ func newCommitter(sh *shared, fsys vfs.FS, dir string, log *slog.Logger, opts Op
 // start runs the committer and the flusher.
 func (c *committer) start() {
 	c.histJob, c.histDone = make(chan []staged, 1), make(chan struct{}, 1)
+	c.running = true
 	go c.flusher(c.histJob, c.histDone)
 	go c.run()
+}
+
+// ensureStarted starts the committer unless it runs already. A store
+// starts it at its first write or control request (or at Open, when it
+// has work of its own: a checkpoint after recovery, leases to expire),
+// so that a process that only reads pays for no goroutine and no thread:
+// starting them was an eighth of a reopen's time.
+func (c *committer) ensureStarted() { c.startOnce.Do(c.start) }
+
+// stopStart keeps the committer from starting, and says whether it ran
+// (Close: a committer that never ran has nothing to commit or wait for).
+func (c *committer) stopStart() bool {
+	c.startOnce.Do(func() {})
+	return c.running
 }
 
 // run is the committer: it takes the waiting writes as one group,

@@ -1,9 +1,12 @@
 package kv_test
 
 import (
+	"bytes"
 	"fmt"
+	"runtime"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -252,5 +255,71 @@ func TestUseWhileTreeBuilds(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("after reopen (-want +got):\n%s", diff)
+	}
+}
+
+// committers counts the goroutines running a store's committer.
+func committers() int {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	return bytes.Count(buf, []byte("kv.(*committer).run("))
+}
+
+// TestReadingStartsNoCommitter: a store that is only read starts no
+// committer (a goroutine, and a thread, a short-lived reader would pay
+// for at Open); the first write starts it, and a store with leases to
+// expire starts it at Open.
+func TestReadingStartsNoCommitter(t *testing.T) {
+	base := committers()
+	s, fsys := memStore(t, nil)
+	if _, err := s.Put([]byte("k"), []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r := reopen(t, fsys, kv.Options{})
+	if _, err := r.Get([]byte("k")); err != nil {
+		t.Fatal(err)
+	}
+	if n := committers() - base; n != 0 {
+		t.Fatalf("a store that was only read runs %d committers, want 0", n)
+	}
+	if _, err := r.Put([]byte("k2"), []byte("v2")); err != nil {
+		t.Fatal(err)
+	}
+	if n := committers() - base; n != 1 {
+		t.Fatalf("after a write the store runs %d committers, want 1", n)
+	}
+	id, err := r.Grant(time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.PutLease([]byte("leased"), []byte("v"), id); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := committers() - base; n != 0 {
+		t.Fatalf("after Close %d committers run, want 0", n)
+	}
+
+	l := reopen(t, fsys, kv.Options{})
+	if n := committers() - base; n != 1 {
+		t.Fatalf("a store with a lease to expire runs %d committers after Open, want 1", n)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// A store closed without a write closes as one that wrote: its
+	// data all there for the next open.
+	if err := reopen(t, fsys, kv.Options{}).Close(); err != nil {
+		t.Fatal(err)
+	}
+	got := dumpStore(reopen(t, fsys, kv.Options{}))
+	if want := map[string]string{"k": "v", "k2": "v2", "leased": "v"}; !cmp.Equal(got, want) {
+		t.Fatalf("after opens that only read, the store holds %v, want %v", got, want)
 	}
 }

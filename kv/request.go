@@ -90,6 +90,7 @@ func (s *Store) enqueue(r *request) error {
 		s.closeMu.RUnlock()
 		return ErrClosed
 	}
+	s.c.ensureStarted()
 	s.reqs <- r
 	s.closeMu.RUnlock()
 	return nil

@@ -139,7 +139,9 @@ func OpenContext(ctx context.Context, dir string, opts *Options) (*Store, error)
 		c.ckptAtStart = checkpointAfterRecovery(res, o.checkpointBytes())
 	}
 	s.c = c
-	c.start()
+	if c.ckptAtStart || c.evalLeases.Len() > 0 {
+		c.ensureStarted()
+	}
 	return s, nil
 }
 
@@ -270,8 +272,10 @@ func (s *Store) Close() error {
 func (s *Store) close() error {
 	var err error
 	if s.c != nil {
-		close(s.c.quit)
-		<-s.c.done
+		if s.c.stopStart() {
+			close(s.c.quit)
+			<-s.c.done
+		}
 		err = s.c.w.Close()
 		if err == nil && s.failed.Load() == nil {
 			s.c.synced() // Close synced the log
