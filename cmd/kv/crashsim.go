@@ -113,7 +113,7 @@ Exit status 0 when no state is bad, 1 otherwise.`,
 	f.StringVar(&o.model, "model", "process,machine", "crash models: process, machine, pessimistic, fsync-failure, or all (comma-separated)")
 	f.Uint64Var(&o.seed, "seed", 1, "seed of the generated workloads and of sampling")
 	f.IntVar(&o.maxStates, "max-states", 64, "machine states per crash point before sampling")
-	f.IntVar(&o.samples, "samples", 4, "pessimistic states sampled per crash point")
+	f.IntVar(&o.samples, "samples", 16, "pessimistic states sampled per crash point")
 	f.IntVar(&o.ops, "ops", 150, "operations of the writes, checkpoint and random workloads")
 	jsonFlag(c, &o.json, "print the reports as one JSON array")
 	f.BoolVar(&o.noNested, "no-nested", false, "skip crashing the recovery of each crash state")
