@@ -18,7 +18,11 @@ type Problem struct {
 	File    string // path of the file concerned
 	Offset  int64  // byte offset, or -1 for the whole file
 	Reason  string
-	Corrupt bool // damage a crash cannot cause; false for a torn tail
+	Corrupt bool // recovery refuses it: damage a crash cannot cause, or Format; false for a torn tail
+	// Format marks a segment whose header names a format version this
+	// build does not read, under checksums that hold: no damage (see
+	// Report.LogFormatErr).
+	Format bool
 }
 
 // String formats the problem as "file offset N: reason".
@@ -77,6 +81,21 @@ type Report struct {
 func (r *Report) FormatErr() error {
 	if errors.Is(r.SnapshotErr, snapshot.ErrVersion) {
 		return r.SnapshotErr
+	}
+	return nil
+}
+
+// LogFormatErr returns the error of the first segment recovery would
+// read whose header names a format version this build does not read
+// (wal.ErrVersion), or nil. Unlike a snapshot's version, a segment's is
+// under its header's checksums, which held: no damage wrote it, a build
+// that reads that version did. Recovery refuses the directory, and
+// PlanRepair refuses to plan a repair of it: the way out is that build.
+func (r *Report) LogFormatErr() error {
+	for _, s := range r.Segments {
+		if !s.Covered && errors.Is(s.Err, wal.ErrVersion) {
+			return s.Err
+		}
 	}
 	return nil
 }
@@ -222,7 +241,9 @@ func checkOnce(fsys vfs.FS, dir string) (*Report, error) {
 				err = unsealedBefore(dir, infos[n-1], s)
 			}
 			if !sr.Covered {
-				rep.Problems = append(rep.Problems, problemOf(err, file))
+				p := problemOf(err, file)
+				p.Format = errors.Is(err, wal.ErrVersion)
+				rep.Problems = append(rep.Problems, p)
 				broken, liveBroken = true, true
 			}
 		} else if !sr.Covered {

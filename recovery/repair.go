@@ -122,6 +122,10 @@ func (p *RepairPlan) Empty() bool { return len(p.actions) == 0 }
 // A damaged marker (ErrMarkerCorrupt) is moved aside and written again,
 // after the rest of the plan; when it is the only damage, the plan ends
 // the log with a skip first, as every repair does.
+//
+// A segment whose header names a format version this build does not
+// read (Report.LogFormatErr) gets no plan: PlanRepair returns an error
+// matching wal.ErrVersion, as that segment is no damage.
 func PlanRepair(fsys vfs.FS, dir string) (*RepairPlan, error) {
 	rep, err := Check(fsys, dir)
 	if err != nil {
@@ -129,6 +133,11 @@ func PlanRepair(fsys vfs.FS, dir string) (*RepairPlan, error) {
 	}
 	if rep.Clean() {
 		return &RepairPlan{}, nil
+	}
+	if err := rep.LogFormatErr(); err != nil {
+		// A repair would cut the log at a segment that holds records a
+		// build that reads its version can replay.
+		return nil, fmt.Errorf("%w; its header's checksums hold, so a build that reads that version wrote it, not damage: open the directory with that build (no repair planned, nothing changed)", err)
 	}
 	var p *RepairPlan
 	if rep.MarkerErr != nil && len(rep.Problems) == 1 {

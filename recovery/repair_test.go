@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/kvstore/kv/internal/forge"
 	"github.com/kvstore/kv/record"
 	"github.com/kvstore/kv/recovery"
 	"github.com/kvstore/kv/snapshot"
@@ -464,5 +465,71 @@ func TestCheckNamesLaterFormat(t *testing.T) {
 	}
 	if rep.Clean() || !errors.Is(rep.FormatErr(), snapshot.ErrVersion) {
 		t.Errorf("Check: clean %v, FormatErr %v; want a problem and ErrVersion", rep.Clean(), rep.FormatErr())
+	}
+}
+
+// segmentOfVersion rewrites the header of segment file name to name
+// format version v, with checksums that hold: what a build of that
+// version would write, not damage.
+func segmentOfVersion(tb testing.TB, fsys vfs.FS, name string, v uint16) {
+	tb.Helper()
+	b, err := vfs.ReadFile(fsys, name)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	forge.SegmentVersion(b, v)
+	rewrite(tb, fsys, name, b)
+}
+
+// TestRepairRefusesLaterLog: a segment whose header names a format
+// version this build does not read, its checksums holding, is no damage:
+// recovery refuses it with wal.ErrVersion, Check says so
+// (LogFormatErr), and PlanRepair plans nothing and changes nothing, where
+// it would cut the log before records a later build can read. The same
+// version bytes with checksums that fail are damage, which it repairs.
+func TestRepairRefusesLaterLog(t *testing.T) {
+	for _, v := range []uint16{wal.Version + 1, 1, 0xffff} {
+		t.Run(fmt.Sprint(v), func(t *testing.T) {
+			fsys, dir := markedStore(t)
+			name := wal.SegmentPath(dir, 1)
+			segmentOfVersion(t, fsys, name, v)
+			before := files(t, fsys, dir)
+			_, err := recovery.Recover(fsys, dir, recovery.Options{})
+			if !errors.Is(err, wal.ErrVersion) || recovery.IsCorrupt(err) {
+				t.Fatalf("Recover: %v, want wal.ErrVersion, not corruption", err)
+			}
+			rep, err := recovery.Check(fsys, dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Clean() || !errors.Is(rep.LogFormatErr(), wal.ErrVersion) || rep.FormatErr() != nil {
+				t.Errorf("Check: clean %v, LogFormatErr %v, FormatErr %v; want a problem, ErrVersion and nil", rep.Clean(), rep.LogFormatErr(), rep.FormatErr())
+			}
+			p, err := recovery.PlanRepair(fsys, dir)
+			if !errors.Is(err, wal.ErrVersion) || p != nil {
+				t.Fatalf("PlanRepair: %v, %v; want no plan and wal.ErrVersion", p, err)
+			}
+			if msg := err.Error(); !strings.Contains(msg, name) || !strings.Contains(msg, "open the directory with that build") {
+				t.Errorf("PlanRepair's error does not name the segment and the way out: %v", err)
+			}
+			if diff := cmp.Diff(before, files(t, fsys, dir)); diff != "" {
+				t.Errorf("files changed (-before +after):\n%s", diff)
+			}
+
+			// The version bytes alone, under checksums that fail: damage.
+			b, err := vfs.ReadFile(fsys, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b[16] ^= 1
+			rewrite(t, fsys, name, b)
+			rep, err = recovery.Check(fsys, dir)
+			if err != nil || rep.LogFormatErr() != nil {
+				t.Fatalf("Check of a damaged header: %v, LogFormatErr %v", err, rep.LogFormatErr())
+			}
+			if p, err := recovery.PlanRepair(fsys, dir); err != nil || p.Empty() {
+				t.Errorf("PlanRepair of a damaged header: %v, empty %v; want a plan", err, p.Empty())
+			}
+		})
 	}
 }

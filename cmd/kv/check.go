@@ -54,7 +54,10 @@ bytes read, of how many, and the rate.`,
 func printCheck(w io.Writer, rep *recovery.Report) error {
 	for _, p := range rep.Problems {
 		kind := "corrupt"
-		if !p.Corrupt {
+		switch {
+		case p.Format:
+			kind = "format"
+		case !p.Corrupt:
 			kind = "note"
 		}
 		fmt.Fprintf(w, "%s: %s\n", kind, p)
@@ -76,14 +79,27 @@ func printCheck(w io.Writer, rep *recovery.Report) error {
 		snap = "snapshot of a format version this build does not read"
 		advice = "if a later build wrote it, open the directory with that build; if its version is damaged, see 'kv DIR repair', which sets it aside"
 	}
+	if rep.LogFormatErr() != nil {
+		advice = "a build that reads the log's format wrote it, as its header's checksums hold: open the directory with that build; repair refuses it"
+	}
 	if !rep.Clean() {
-		n := 0
+		n, formats := 0, 0
 		for _, p := range rep.Problems {
-			if p.Corrupt {
+			switch {
+			case p.Format:
+				formats++
+			case p.Corrupt:
 				n++
 			}
 		}
-		fmt.Fprintf(w, "corrupt: %d problem(s); %s, %d segment(s) to replay; recovery will refuse this directory (%s)\n", n, snap, live, advice)
+		head := fmt.Sprintf("corrupt: %d problem(s)", n)
+		if formats > 0 {
+			head = fmt.Sprintf("%s and %d log segment(s) of a format version this build does not read", head, formats)
+			if n == 0 {
+				head = fmt.Sprintf("unreadable: %d log segment(s) of a format version this build does not read", formats)
+			}
+		}
+		fmt.Fprintf(w, "%s; %s, %d segment(s) to replay; recovery will refuse this directory (%s)\n", head, snap, live, advice)
 		return exitError{code: exitFailed}
 	}
 	fmt.Fprintf(w, "ok: %s, %d segment(s) to replay, %d keys at revision %d\n", snap, live, rep.Keys, rep.Revision)
@@ -97,6 +113,7 @@ func checkJSON(rep *recovery.Report) any {
 		Offset  int64  `json:"offset"` // -1: the whole file
 		Reason  string `json:"reason"`
 		Corrupt bool   `json:"corrupt"`
+		Format  bool   `json:"format,omitempty"` // a log segment of a format version this build does not read: not damage
 	}
 	out := struct {
 		OK       bool      `json:"ok"`
@@ -104,7 +121,7 @@ func checkJSON(rep *recovery.Report) any {
 		Stat     any       `json:"stat"`
 	}{OK: rep.Clean(), Problems: []problem{}, Stat: statJSON(rep)}
 	for _, p := range rep.Problems {
-		out.Problems = append(out.Problems, problem{p.File, p.Offset, p.Reason, p.Corrupt})
+		out.Problems = append(out.Problems, problem{p.File, p.Offset, p.Reason, p.Corrupt, p.Format})
 	}
 	return out
 }

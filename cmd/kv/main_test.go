@@ -6,9 +6,11 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"testing"
 	"time"
 
+	"github.com/kvstore/kv/internal/forge"
 	"github.com/kvstore/kv/kv"
 	"github.com/kvstore/kv/vfs"
 	"github.com/rogpeppe/go-internal/testscript"
@@ -82,6 +84,21 @@ var scriptCmds = map[string]func(ts *testscript.TestScript, neg bool, args []str
 			}
 		}
 		ts.Fatalf("no process took the lock of %s", args[0])
+	},
+	// segversion FILE V: make the header of segment FILE name format
+	// version V, with checksums that hold (FORMAT.md, "Segment header"),
+	// as a build of that version would write it.
+	"segversion": func(ts *testscript.TestScript, neg bool, args []string) {
+		if len(args) != 2 || neg {
+			ts.Fatalf("usage: segversion FILE V")
+		}
+		v, err := strconv.ParseUint(args[1], 10, 16)
+		ts.Check(err)
+		name := ts.MkAbs(args[0])
+		b, err := os.ReadFile(name)
+		ts.Check(err)
+		forge.SegmentVersion(b, uint16(v))
+		ts.Check(os.WriteFile(name, b, 0o600))
 	},
 	// waitfor FILE REGEXP: wait (up to 20s) until FILE holds a match.
 	"waitfor": func(ts *testscript.TestScript, neg bool, args []string) {

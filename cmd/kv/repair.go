@@ -41,7 +41,10 @@ the entries of a snapshot are damaged (its first record reads, it holds
 no lease, and the log after it is sound), the repair keeps every entry
 that reads and loses only the keys in the damaged ranges, which the plan
 names by the keys around them. 'kv DIR dump --salvage' prints what
-survives beforehand. A torn tail needs no repair: recovery cuts it.
+survives beforehand. A torn tail needs no repair: recovery cuts it. A log
+segment of a format version this build does not read, its checksums
+holding, is no damage either: repair refuses it ('kv DIR check' says
+format:), and the build that wrote it opens the directory.
 Interrupted (Ctrl-C, a crash), a repair is safe to run again: it starts
 from what the directory holds then, and keeps the earlier evidence.`,
 		Example: `  kv data repair          # show the plan

@@ -92,8 +92,12 @@ func describe(err error) string {
 			loc = fmt.Sprintf("%s offset %d", ce.File, ce.Offset)
 		}
 		hint := ""
-		if recovery.IsCorrupt(err) {
+		switch {
+		case recovery.IsCorrupt(err):
 			hint = " (nothing was changed; 'kv DIR check' lists the damage, 'kv DIR repair' is the way out)"
+		case errors.Is(err, wal.ErrVersion):
+			// Under checksums that hold (recovery.Report.LogFormatErr).
+			hint = " (not damage: a build that reads that version wrote it; open the directory with that build, as repair will not; nothing was changed)"
 		}
 		return fmt.Sprintf("%s: %v: %s%s", loc, trimPrefix(ce.Err), ce.Reason, hint)
 	}
