@@ -72,7 +72,7 @@ func TestReserveFullDisk(t *testing.T) {
 	}
 }
 
-// TestReserveSteps: a segment's reservation starts at 64 KiB and doubles
+// TestReserveSteps: a segment's reservation starts at 16 KiB and doubles
 // up to Options.Preallocate, then grows by it: an open scans the newest
 // segment to its end, so a new segment (a checkpoint's, a short-lived
 // process's) must not start with a megabyte of zeros.
@@ -97,7 +97,7 @@ func TestReserveSteps(t *testing.T) {
 			sizes = append(sizes, fi.Size())
 		}
 	}
-	want := []int64{64 << 10, 128 << 10, 256 << 10, 512 << 10, 1 << 20, 2 << 20, 3 << 20, 4 << 20}
+	want := []int64{16 << 10, 32 << 10, 64 << 10, 128 << 10, 256 << 10, 512 << 10, 1 << 20, 2 << 20, 3 << 20, 4 << 20}
 	if len(sizes) < len(want) || !slices.Equal(sizes[:len(want)], want) {
 		t.Fatalf("the segment's sizes as it grew: %v, want %v first", sizes, want)
 	}
