@@ -10,3 +10,8 @@ func Unflushed(s *Store) int {
 // Queued returns the number of writes waiting in the committer's queue,
 // not yet taken into a group.
 func Queued(s *Store) int { return len(s.reqs) }
+
+// CommitterStarted reports whether s's committer has started, its
+// goroutines with it. A test calls it between its own operations, never
+// beside a write in flight.
+func CommitterStarted(s *Store) bool { return s.c != nil && s.c.running }
