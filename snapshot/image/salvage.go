@@ -78,8 +78,8 @@ func Salvage(fsys vfs.FS, name string, entry func(*record.Entry) error) (snapsho
 		// The version in the header picks the layout; a header too
 		// damaged to say takes the first layout that fits.
 		versions := []uint16{Version, VersionBlockNumbered}
-		if v := u16(first, 6); len(first) >= fileHeaderSize && isImageVersion(v) {
-			versions = []uint16{v}
+		if len(first) >= fileHeaderSize && isImageVersion(u16(first, 6)) {
+			versions = []uint16{u16(first, 6)}
 		}
 		for _, v := range versions {
 			if ft, footerOK = parseFooter(b, size, v); footerOK {
