@@ -201,7 +201,7 @@ func (s *Store) takeLock(ctx context.Context) error {
 				// the write after it) cost a reopen of 1M keys about a
 				// fifth of its time on ext4.
 				pid := fmt.Appendf(nil, "%-10d\n", os.Getpid())
-				if fi, err := f.Stat(); err != nil || fi.Size() != int64(len(pid)) {
+				if size, err := vfs.Size(f); err != nil || size != int64(len(pid)) {
 					f.Truncate(0)
 				}
 				f.WriteAt(pid, 0)

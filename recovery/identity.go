@@ -291,17 +291,10 @@ const maxMarker = 256
 // whose checksum holds and names another version (ErrMarkerVersion).
 func checkMarker(fsys vfs.FS, dir string) error {
 	name := path.Join(dir, MarkerName)
-	f, err := fsys.Open(name)
+	b, err := vfs.ReadPrefix(fsys, name, maxMarker+1)
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	b := make([]byte, maxMarker+1)
-	n, err := f.ReadAt(b, 0)
-	if err != nil && err != io.EOF {
-		return err
-	}
-	b = b[:n]
 	if string(b) == markerContent {
 		return nil
 	}

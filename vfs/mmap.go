@@ -146,7 +146,7 @@ func (m *Mapping) Close() error {
 		return nil
 	}
 	m.mapped = false
-	if err := unix.Munmap(b); err != nil {
+	if err := unix.MunmapPtr(unsafe.Pointer(unsafe.SliceData(b)), uintptr(len(b))); err != nil {
 		return &os.PathError{Op: "munmap", Path: m.name, Err: err}
 	}
 	return nil
@@ -199,9 +199,11 @@ func (m *Mapping) CatchFault(err *error) {
 
 // mmap maps the first size bytes of the file, shared and read-only.
 func (f *osFile) mmap(size int) ([]byte, error) {
-	b, err := unix.Mmap(int(f.f.Fd()), 0, size, unix.PROT_READ, unix.MAP_SHARED)
+	// MmapPtr, not Mmap, which also records the mapping in a map of
+	// its own behind a mutex: this package keeps its mappings itself.
+	p, err := unix.MmapPtr(int(f.f.Fd()), 0, nil, uintptr(size), unix.PROT_READ, unix.MAP_SHARED)
 	if err != nil {
 		return nil, &os.PathError{Op: "mmap", Path: f.f.Name(), Err: err}
 	}
-	return b, nil
+	return unsafe.Slice((*byte)(p), size), nil
 }

@@ -62,6 +62,17 @@ func (osFS) OpenReadWrite(name string) (File, error) { return openRegular(name, 
 // descriptor then checks what was opened, with no window for the name to
 // change in between.
 func openRegular(name string, flag int) (File, error) {
+	var st unix.Stat_t
+	fd, err := openRegularFD(name, flag, &st)
+	if err != nil {
+		return nil, err
+	}
+	return &osFile{f: os.NewFile(uintptr(fd), name)}, nil
+}
+
+// openRegularFD is openRegular's descriptor, blocking; st receives the
+// fstat that checked it.
+func openRegularFD(name string, flag int, st *unix.Stat_t) (int, error) {
 	var fd int
 	var err error
 	for {
@@ -74,36 +85,71 @@ func openRegular(name string, flag int) (File, error) {
 		switch err {
 		case unix.ELOOP:
 			// O_NOFOLLOW met a symbolic link as the last component.
-			return nil, notRegular(name, "symbolic link")
+			return -1, notRegular(name, "symbolic link")
 		case unix.EISDIR, unix.ENXIO:
 			// A directory opened for writing, or a socket: say what the
 			// name is, as fstat would have.
-			var st unix.Stat_t
-			if unix.Lstat(name, &st) == nil && st.Mode&unix.S_IFMT != unix.S_IFREG {
-				return nil, notRegular(name, fileKind(uint32(st.Mode)))
+			var lst unix.Stat_t
+			if unix.Lstat(name, &lst) == nil && lst.Mode&unix.S_IFMT != unix.S_IFREG {
+				return -1, notRegular(name, fileKind(uint32(lst.Mode)))
 			}
 		}
-		return nil, &os.PathError{Op: "open", Path: name, Err: err}
+		return -1, &os.PathError{Op: "open", Path: name, Err: err}
 	}
-	var st unix.Stat_t
+	op := "fstat"
 	for {
-		err = unix.Fstat(fd, &st)
+		err = unix.Fstat(fd, st)
 		if err != unix.EINTR {
 			break
 		}
 	}
 	if err == nil && st.Mode&unix.S_IFMT != unix.S_IFREG {
 		unix.Close(fd)
-		return nil, notRegular(name, fileKind(uint32(st.Mode)))
+		return -1, notRegular(name, fileKind(uint32(st.Mode)))
 	}
 	if err == nil {
-		err = unix.SetNonblock(fd, false)
+		// Every status flag the open set is O_NONBLOCK (O_NOFOLLOW and
+		// O_CLOEXEC are not status flags): one F_SETFL of none clears
+		// it, where unix.SetNonblock reads the flags first.
+		op = "fcntl"
+		_, err = unix.FcntlInt(uintptr(fd), unix.F_SETFL, 0)
 	}
 	if err != nil {
 		unix.Close(fd)
-		return nil, &os.PathError{Op: "fstat", Path: name, Err: err}
+		return -1, &os.PathError{Op: op, Path: name, Err: err}
 	}
-	return &osFile{f: os.NewFile(uintptr(fd), name)}, nil
+	return fd, nil
+}
+
+// readPrefix is ReadPrefix on the OS: open, fstat, pread and close, where
+// Open, ReadAt and Close took eight system calls (the os package's own
+// checks of the descriptor, and a read past the end to find it).
+func (osFS) readPrefix(name string, n int) ([]byte, error) {
+	var st unix.Stat_t
+	fd, err := openRegularFD(name, unix.O_RDONLY, &st)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(fd)
+	b := make([]byte, n)
+	got := 0
+	for got < n {
+		k, err := unix.Pread(fd, b[got:], int64(got))
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, &os.PathError{Op: "read", Path: name, Err: err}
+		}
+		got += k
+		// At the size fstat saw, the read that would return 0 is left
+		// out: ReadAt's answer for a file that grows only after the
+		// open's fstat.
+		if k == 0 || int64(got) >= st.Size {
+			break
+		}
+	}
+	return b[:got], nil
 }
 
 // fileKind names the type of a file in the words of notRegular.
@@ -236,6 +282,21 @@ func (f *osFile) WriteAt(p []byte, off int64) (int, error) { return f.f.WriteAt(
 
 func (f *osFile) Close() error { return f.f.Close() }
 
+// size is Size on the OS: fstat, with no FileInfo built.
+func (f *osFile) size() (int64, error) {
+	var st unix.Stat_t
+	for {
+		err := unix.Fstat(int(f.f.Fd()), &st)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return 0, &os.PathError{Op: "fstat", Path: f.f.Name(), Err: err}
+		}
+		return st.Size, nil
+	}
+}
+
 func (f *osFile) Stat() (os.FileInfo, error) { return f.f.Stat() }
 
 func (f *osFile) Truncate(size int64) error { return f.f.Truncate(size) }
@@ -290,11 +351,11 @@ func ReadFile(fs FS, name string) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
+	size, err := Size(f)
 	if err != nil {
 		return nil, err
 	}
-	buf := make([]byte, fi.Size())
+	buf := make([]byte, size)
 	n, err := f.ReadAt(buf, 0)
 	if err != nil && err != io.EOF {
 		return nil, fmt.Errorf("vfs: read %s: %w", name, err)

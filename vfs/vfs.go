@@ -72,6 +72,42 @@ func WillNeed(f File) {
 	}
 }
 
+// Size returns the size of the open file f: Stat's, which on the OS it
+// takes from fstat with no FileInfo built (in a new process, building the
+// first one cost a reopen of 1M keys a few microseconds).
+func Size(f File) (int64, error) {
+	if s, ok := f.(interface{ size() (int64, error) }); ok {
+		return s.size()
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	return fi.Size(), nil
+}
+
+// ReadPrefix returns the first n bytes of the regular file name, fewer
+// when the file is shorter: what Open then ReadAt return, with Open's
+// errors. On the OS it takes four system calls, with no File made.
+func ReadPrefix(fsys FS, name string, n int) ([]byte, error) {
+	if r, ok := fsys.(interface {
+		readPrefix(name string, n int) ([]byte, error)
+	}); ok {
+		return r.readPrefix(name, n)
+	}
+	f, err := fsys.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b := make([]byte, n)
+	k, err := f.ReadAt(b, 0)
+	if err != nil && err != io.EOF {
+		return nil, err
+	}
+	return b[:k], nil
+}
+
 // File is an open file or directory.
 type File interface {
 	io.ReaderAt

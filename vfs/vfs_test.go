@@ -637,6 +637,47 @@ func TestConformance(t *testing.T) {
 				t.Errorf("size after failed Preallocate = %d, want 0", fi.Size())
 			}
 		}},
+		{"read prefix", func(t *testing.T, fsys vfs.FS, dir string) {
+			p := path.Join(dir, "f")
+			writeFile(t, fsys, p, []byte("kv data directory\n"))
+			for _, tc := range []struct {
+				n    int
+				want string
+			}{{0, ""}, {2, "kv"}, {18, "kv data directory\n"}, {257, "kv data directory\n"}} {
+				b, err := vfs.ReadPrefix(fsys, p, tc.n)
+				if err != nil || string(b) != tc.want {
+					t.Errorf("ReadPrefix(%d) = %q, %v; want %q", tc.n, b, err, tc.want)
+				}
+			}
+			writeFile(t, fsys, path.Join(dir, "empty"), nil)
+			if b, err := vfs.ReadPrefix(fsys, path.Join(dir, "empty"), 8); err != nil || len(b) != 0 {
+				t.Errorf("ReadPrefix of an empty file = %q, %v", b, err)
+			}
+			missing := path.Join(dir, "missing")
+			_, err := vfs.ReadPrefix(fsys, missing, 8)
+			if !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), missing) {
+				t.Errorf("ReadPrefix of a missing file: %v, want fs.ErrNotExist naming it", err)
+			}
+		}},
+		{"size", func(t *testing.T, fsys vfs.FS, dir string) {
+			f, err := fsys.Create(path.Join(dir, "f"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer mustClose(t, f)
+			for _, end := range []int64{0, 5, 4096, 10000} {
+				if end > 0 {
+					if _, err := f.WriteAt([]byte("x"), end-1); err != nil {
+						t.Fatal(err)
+					}
+				}
+				got, err := vfs.Size(f)
+				fi, serr := f.Stat()
+				if err != nil || serr != nil || got != end || fi.Size() != end {
+					t.Errorf("Size = %d, %v and Stat's %v, %v; want %d", got, err, fi, serr, end)
+				}
+			}
+		}},
 		{"large write", func(t *testing.T, fsys vfs.FS, dir string) {
 			p := path.Join(dir, "f")
 			data := bytes.Repeat([]byte("0123456789abcdef"), 1<<16) // 1 MiB
@@ -771,7 +812,10 @@ func TestOSRefusesNonRegular(t *testing.T) {
 			for _, open := range []struct {
 				name string
 				open func(string) (vfs.File, error)
-			}{{"Open", vfs.OS.Open}, {"OpenReadWrite", vfs.OS.OpenReadWrite}} {
+			}{{"Open", vfs.OS.Open}, {"OpenReadWrite", vfs.OS.OpenReadWrite}, {"ReadPrefix", func(name string) (vfs.File, error) {
+				_, err := vfs.ReadPrefix(vfs.OS, name, 16)
+				return nil, err
+			}}} {
 				type result struct {
 					f   vfs.File
 					err error

@@ -86,11 +86,9 @@ func (r *Reader) Scan(seg SegmentNum, newest bool, fn func(Record) error) (Segme
 		return info, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
+	if info.Size, err = vfs.Size(f); err != nil {
 		return info, err
 	}
-	info.Size = fi.Size()
 	vfs.WillNeed(f) // the disk reads ahead while records are applied
 	maxRec := r.MaxRecordSize
 	if maxRec <= 0 {

@@ -119,8 +119,8 @@ func OpenAppend(fsys vfs.FS, dir string, info SegmentInfo, opts Options) (*Write
 		return nil, err
 	}
 	w := &Writer{fsys: fsys, dir: dir, opts: opts, seg: seg, f: f, off: info.End, records: info.Records > 0}
-	if fi, err := f.Stat(); err == nil {
-		w.alloc = fi.Size()
+	if size, err := vfs.Size(f); err == nil {
+		w.alloc = size
 	}
 	if err := w.openAppend(info); err != nil {
 		f.Close()

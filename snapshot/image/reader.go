@@ -103,12 +103,12 @@ func Open(fsys vfs.FS, name string) (*Reader, error) {
 
 // openFile is Open of f, the file name open, which it closes.
 func openFile(f vfs.File, name string) (*Reader, error) {
-	fi, err := f.Stat()
+	size, err := vfs.Size(f)
 	if err != nil {
 		f.Close()
 		return nil, err
 	}
-	m, err := vfs.Map(f, fi.Size())
+	m, err := vfs.Map(f, size)
 	if cerr := f.Close(); err == nil && cerr != nil {
 		m.Close()
 		err = cerr
