@@ -3,6 +3,7 @@ package image
 import (
 	"encoding/binary"
 	"errors"
+	"sync"
 	"testing"
 
 	"github.com/kvstore/kv/snapshot"
@@ -148,5 +149,38 @@ func TestVersion3(t *testing.T) {
 		checkDamaged(t, fs, name, c, off)
 		_, err = f.WriteAt(img[off:off+1], int64(off))
 		must(t, err)
+	}
+}
+
+// TestPageEnds checks the lazily made table of block ends: 0 for a page
+// never stored, each store read back at its own page only, across
+// arrays and at the last page of a partial one, with stores racing on
+// the same new array (go test -race).
+func TestPageEnds(t *testing.T) {
+	const pages = 3*endsChunk + 5
+	e := newPageEnds(pages)
+	if len(e.chunks) != 4 {
+		t.Fatalf("%d arrays for %d pages, want 4", len(e.chunks), pages)
+	}
+	for _, i := range []uint64{0, endsChunk - 1, endsChunk, pages - 1} {
+		if got := e.load(i); got != 0 {
+			t.Errorf("load(%d) before any store = %d", i, got)
+		}
+	}
+	var wg sync.WaitGroup
+	for g := range uint64(8) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := g; i < pages; i += 8 {
+				e.store(i, uint32(i+1))
+			}
+		}()
+	}
+	wg.Wait()
+	for i := range uint64(pages) {
+		if got := e.load(i); got != uint32(i+1) {
+			t.Fatalf("load(%d) = %d, want %d", i, got, i+1)
+		}
 	}
 }
