@@ -70,6 +70,7 @@ type shared struct {
 	// The hand-off. A writer counts itself in writers, queues its
 	// request on reqs and waits; leave counts it out, which a committer
 	// waiting for writers to come back (gather) sees at its next poll.
+	// reqs is nil until the committer starts (ensureStarted).
 	reqs    chan *request
 	writers atomic.Int64
 }
@@ -157,6 +158,9 @@ func newCommitter(sh *shared, fsys vfs.FS, dir string, log *slog.Logger, opts Op
 
 // start runs the committer and the flusher.
 func (c *committer) start() {
+	// The queue is made here, not at Open: its 8 KiB were a new
+	// process's first writes to fresh pages, 3% of a reopen's time.
+	c.reqs = make(chan *request, 1024)
 	c.histJob, c.histDone = make(chan []staged, 1), make(chan struct{}, 1)
 	c.running = true
 	go c.flusher(c.histJob, c.histDone)

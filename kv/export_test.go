@@ -9,7 +9,10 @@ func Unflushed(s *Store) int {
 
 // Queued returns the number of writes waiting in the committer's queue,
 // not yet taken into a group.
-func Queued(s *Store) int { return len(s.reqs) }
+func Queued(s *Store) int {
+	s.c.ensureStarted() // reqs is made, and read, after the start
+	return len(s.reqs)
+}
 
 // CommitterStarted reports whether s's committer has started, its
 // goroutines with it. A test calls it between its own operations, never

@@ -125,7 +125,7 @@ func OpenContext(ctx context.Context, dir string, opts *Options) (*Store, error)
 	s.recovery = *res
 	s.recovery.Map, s.recovery.Writer, s.recovery.Leases = nil, nil, nil
 	leaseGrace(s.fs, res.Leases, o.clock())
-	s.shared = &shared{m: res.Map, reqs: make(chan *request, 1024),
+	s.shared = &shared{m: res.Map,
 		hist: newHistory(res.Map.Revision(), o.watchHistoryBytes()), metrics: newMetrics(), leases: res.Leases, clock: o.clock()}
 	if o.ReadOnly {
 		return s, nil
