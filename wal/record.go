@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"hash/crc32"
 	"math/rand/v2"
+	"sync"
 	"sync/atomic"
 )
 
@@ -73,10 +74,17 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // data payloads are scrambled with. A record of another segment, or bytes
 // a program wrote as a value, fail both: the salt is random and never
 // leaves the segment's header.
+//
+// The key's 4 KiB are derived at the first scramble (bytes): an open
+// whose newest segment holds no data record (the one a checkpoint
+// starts, which a reopen reads) and a process that only reads never
+// need them, and deriving them into fresh pages was a few microseconds
+// of a new process's open.
 type segKey struct {
-	salt uint64
-	crc0 uint32 // CRC-32C of the salt's 8 bytes
-	key  [keySize]byte
+	salt    uint64
+	crc0    uint32 // CRC-32C of the salt's 8 bytes
+	keyOnce sync.Once
+	key     *[keySize]byte // nil until bytes derives it
 }
 
 // newSalt returns a random non-zero salt.
@@ -112,23 +120,36 @@ func makeKey(salt uint64) *segKey {
 	var sb [8]byte
 	binary.LittleEndian.PutUint64(sb[:], salt)
 	k.crc0 = crc32.Update(0, castagnoli, sb[:])
-	x := salt
-	for i := 0; i < keySize; i += 8 {
-		x += 0x9e3779b97f4a7c15
-		z := x
-		z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
-		z = (z ^ (z >> 27)) * 0x94d049bb133111eb
-		z ^= z >> 31
-		binary.LittleEndian.PutUint64(k.key[i:], z)
-	}
 	return k
+}
+
+// bytes returns the scrambling key, derived at the first call.
+func (k *segKey) bytes() *[keySize]byte {
+	k.keyOnce.Do(func() {
+		key := new([keySize]byte)
+		x := k.salt
+		for i := 0; i < keySize; i += 8 {
+			x += 0x9e3779b97f4a7c15
+			z := x
+			z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+			z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+			z ^= z >> 31
+			binary.LittleEndian.PutUint64(key[i:], z)
+		}
+		k.key = key
+	})
+	return k.key
 }
 
 // scramble writes src XOR the key, repeated, into dst (len(dst) >=
 // len(src)). It is its own inverse.
 func (k *segKey) scramble(dst, src []byte) {
+	if len(src) == 0 {
+		return
+	}
+	key := k.bytes()
 	for i := 0; i < len(src); i += keySize {
-		subtle.XORBytes(dst[i:], src[i:min(i+keySize, len(src))], k.key[:])
+		subtle.XORBytes(dst[i:], src[i:min(i+keySize, len(src))], key[:])
 	}
 }
 
