@@ -89,7 +89,14 @@ func (r *Reader) Scan(seg SegmentNum, newest bool, fn func(Record) error) (Segme
 	if info.Size, err = vfs.Size(f); err != nil {
 		return info, err
 	}
-	vfs.WillNeed(f) // the disk reads ahead while records are applied
+	if info.Size > scanWindow {
+		// The disk reads ahead while records are applied. A segment of
+		// one window or less (the 16 KiB a checkpoint starts, which
+		// every reopen reads) is read in a few growing reads that the
+		// kernel's own read-ahead follows: the hint would be a system
+		// call of a short-lived process's open for nothing.
+		vfs.WillNeed(f)
+	}
 	maxRec := r.MaxRecordSize
 	if maxRec <= 0 {
 		maxRec = DefaultMaxRecordSize
