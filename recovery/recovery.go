@@ -447,7 +447,10 @@ func sealAndNext(fsys vfs.FS, dir string, opts Options, last wal.SegmentInfo, ne
 	}
 	if err != nil {
 		if w != nil {
-			w.Close()
+			// Not Close, whose mark would be a record in the next
+			// segment before the seal of the last is durable: the
+			// log a crash then leaves has damage before records.
+			w.Abandon()
 		}
 		return nil, err
 	}

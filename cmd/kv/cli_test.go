@@ -285,11 +285,11 @@ func TestDemo(t *testing.T) {
 
 func TestCrashsim(t *testing.T) {
 	code, stdout, stderr := kvRun(t, "", "crashsim", "recovery", "--no-nested")
-	if code != 0 || !strings.Contains(stdout, "process crash: 21 states, 0 bad") {
+	if code != 0 || !strings.Contains(stdout, "process crash: 22 states, 0 bad") {
 		t.Errorf("crashsim recovery: exit %d\n%s%s", code, stdout, stderr)
 	}
 	code, stdout, _ = kvRun(t, "", "crashsim", "recovery", "--bug", "double-apply", "--model", "process", "--no-nested")
-	want := "first bad process state: crash after event 12 of 20 (rename snapshot.tmp -> snapshot): recovery: c=110 instead of 55, d=14 instead of 7"
+	want := "first bad process state: crash after event 12 of 21 (rename snapshot.tmp -> snapshot): recovery: c=110 instead of 55, d=14 instead of 7"
 	if code != 1 || !strings.Contains(stdout, want) {
 		t.Errorf("crashsim --bug double-apply: exit %d\n%s", code, stdout)
 	}
