@@ -566,15 +566,7 @@ func (w *Writer) Close() error {
 		w.mu.Unlock()
 		return err
 	}
-	w.syncMu.Lock()
-	defer w.syncMu.Unlock()
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.closed {
-		return nil
-	}
-	w.closed = true
-	return w.f.Close()
+	return w.Abandon() // synced and marked: only the file is left to close
 }
 
 // Abandon closes the segment's file and writes nothing, not even the
