@@ -63,18 +63,16 @@ func (osFS) OpenReadWrite(name string) (File, error) { return openRegular(name, 
 // change in between.
 func openRegular(name string, flag int) (File, error) {
 	var st unix.Stat_t
-	fd, err := openRegularFD(name, flag, &st, true)
+	fd, err := openRegularFD(name, flag, &st)
 	if err != nil {
 		return nil, err
 	}
 	return &osFile{f: os.NewFile(uintptr(fd), name)}, nil
 }
 
-// openRegularFD is openRegular's descriptor; st receives the fstat that
-// checked it. O_NONBLOCK is cleared when block is set: a descriptor that
-// is only read with pread and closed may keep it (it changes nothing on
-// a regular file).
-func openRegularFD(name string, flag int, st *unix.Stat_t, block bool) (int, error) {
+// openRegularFD is openRegular's descriptor, blocking; st receives the
+// fstat that checked it.
+func openRegularFD(name string, flag int, st *unix.Stat_t) (int, error) {
 	var fd int
 	var err error
 	for {
@@ -109,7 +107,7 @@ func openRegularFD(name string, flag int, st *unix.Stat_t, block bool) (int, err
 		unix.Close(fd)
 		return -1, notRegular(name, fileKind(uint32(st.Mode)))
 	}
-	if err == nil && block {
+	if err == nil {
 		// Every status flag the open set is O_NONBLOCK (O_NOFOLLOW and
 		// O_CLOEXEC are not status flags): one F_SETFL of none clears
 		// it, where unix.SetNonblock reads the flags first.
@@ -123,13 +121,14 @@ func openRegularFD(name string, flag int, st *unix.Stat_t, block bool) (int, err
 	return fd, nil
 }
 
-// readPrefix is ReadPrefix on the OS: open, fstat, pread and close (the
-// descriptor left non-blocking, as nothing waits on it), where
-// Open, ReadAt and Close took eight system calls (the os package's own
-// checks of the descriptor, and a read past the end to find it).
+// readPrefix is ReadPrefix on the OS: open, fstat, fcntl, pread and
+// close, where Open, ReadAt and Close took eight system calls (the os
+// package's own checks of the descriptor, and a read past the end to
+// find it). O_NONBLOCK is cleared as Open clears it: a regular file
+// ignores it on most file systems, not necessarily on every FUSE one.
 func (osFS) readPrefix(name string, n int) ([]byte, error) {
 	var st unix.Stat_t
-	fd, err := openRegularFD(name, unix.O_RDONLY, &st, false)
+	fd, err := openRegularFD(name, unix.O_RDONLY, &st)
 	if err != nil {
 		return nil, err
 	}

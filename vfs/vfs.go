@@ -73,8 +73,8 @@ func WillNeed(f File) {
 }
 
 // Size returns the size of the open file f: Stat's, which on the OS it
-// takes from fstat with no FileInfo built (in a new process, building the
-// first one cost a reopen of 1M keys a few microseconds).
+// takes from fstat with no FileInfo built (code a new process's open
+// need not run).
 func Size(f File) (int64, error) {
 	if s, ok := f.(interface{ size() (int64, error) }); ok {
 		return s.size()
@@ -88,7 +88,7 @@ func Size(f File) (int64, error) {
 
 // ReadPrefix returns the first n bytes of the regular file name, fewer
 // when the file is shorter: what Open then ReadAt return, with Open's
-// errors. On the OS it takes four system calls, with no File made.
+// errors. On the OS it takes five system calls, with no File made.
 func ReadPrefix(fsys FS, name string, n int) ([]byte, error) {
 	if r, ok := fsys.(interface {
 		readPrefix(name string, n int) ([]byte, error)

@@ -1156,8 +1156,8 @@ const endsChunk = 1024
 // pageEnds is a uint32 per data page, 0 until stored, kept in arrays of
 // endsChunk made at their first store: an open allocates a pointer per
 // 4 MiB of data pages, where a table of 4 bytes a page (160 KiB for 1M
-// keys) cost a new process's open 2–3 µs, a fifth of its image's, and
-// a one-shot process looks up a few blocks.
+// keys) cost a new process's open of the image 2–3 µs of its 30, and a
+// one-shot process looks up a few blocks.
 type pageEnds struct {
 	chunks []atomic.Pointer[[endsChunk]atomic.Uint32]
 }
