@@ -1,6 +1,7 @@
 package recovery
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -550,6 +551,11 @@ func syncFile(fsys vfs.FS, name string) error {
 }
 
 func logSummary(log *slog.Logger, dir string, res *Result) {
+	// Its attributes are a dozen allocations, made for nothing when the
+	// logger drops the line (a store's default logger drops them all).
+	if !log.Enabled(context.Background(), slog.LevelInfo) {
+		return
+	}
 	attrs := []any{
 		"dir", dir, "revision", uint64(res.Map.Revision()), "keys", res.Map.Len(),
 		"snapshot", res.HadSnapshot, "covered", res.Snapshot.Covered.String(),

@@ -1,7 +1,10 @@
 package recovery_test
 
 import (
+	"bytes"
 	"errors"
+	"log/slog"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -221,4 +224,34 @@ func TestSkipRecord(t *testing.T) {
 
 func put(rev record.Revision, k, v string) record.Record {
 	return record.Record{Revision: rev, Ops: []record.Op{{Kind: record.KindPut, Key: []byte(k), Value: []byte(v)}}}
+}
+
+// TestSummaryLogged checks the summary a recovery logs at Info, and that
+// a logger above Info gets nothing.
+func TestSummaryLogged(t *testing.T) {
+	fsys, dir := newDir(t)
+	for _, tc := range []struct {
+		level slog.Level
+		want  []string
+	}{
+		{slog.LevelInfo, []string{"level=INFO", "msg=recovered", "dir=" + dir, "revision=0", "keys=0", "covered=000000", "checkpointed=false"}},
+		{slog.LevelWarn, nil},
+	} {
+		var buf bytes.Buffer
+		log := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: tc.level}))
+		res, err := recovery.Recover(fsys, dir, recovery.Options{Logger: log})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Writer.Close()
+		got := buf.String()
+		if tc.want == nil && got != "" {
+			t.Errorf("logger at %v: logged %q, want nothing", tc.level, got)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("logger at %v: %q lacks %q", tc.level, got, w)
+			}
+		}
+	}
 }

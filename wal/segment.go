@@ -15,7 +15,16 @@ import (
 type SegmentNum uint64
 
 // String formats n as in file names: at least six digits.
-func (n SegmentNum) String() string { return fmt.Sprintf("%06d", uint64(n)) }
+func (n SegmentNum) String() string {
+	// Zero-padded to six digits by hand: every open names segments, and
+	// fmt's printer was the only use of it there.
+	var b [20]byte
+	d := strconv.AppendUint(b[:0], uint64(n), 10)
+	if pad := 6 - len(d); pad > 0 {
+		d = append([]byte("000000")[:pad], d...)
+	}
+	return string(d)
+}
 
 // segmentPrefix is part of the on-disk format.
 const segmentPrefix = "log."
