@@ -238,6 +238,15 @@ func recoverOnce(fsys vfs.FS, dir string, opts Options) (_ *Result, retErr error
 	// cut short (it is not sealed and the newest holds no record yet:
 	// FORMAT.md, "Rotation"); logEnd checks which once both are read.
 	rd := &wal.Reader{FS: fsys, Dir: dir, MaxRecordSize: opts.WAL.MaxRecordSize}
+	// newestFile is the newest segment, open for reading and writing,
+	// until step 7 hands it to the writer; any other path closes it.
+	var newestFile vfs.File
+	var newestSeg wal.SegmentNum
+	defer func() {
+		if newestFile != nil {
+			newestFile.Close()
+		}
+	}()
 	infos := make([]wal.SegmentInfo, 0, len(live))
 	rp := &replayer{m: lm, leases: res.Leases, lax: lax, rev: lm.Revision()}
 	for i, s := range live {
@@ -261,13 +270,23 @@ func recoverOnce(fsys vfs.FS, dir string, opts Options) (_ *Result, retErr error
 				limit = info.Synced
 			}
 		}
-		info, err := rd.Scan(s, tail, func(r wal.Record) error {
+		apply := func(r wal.Record) error {
 			if limit >= 0 && r.End() > limit {
 				res.Unvouched++
 				return nil
 			}
 			return rp.add(file, r.Offset, r.Payload)
-		})
+		}
+		var info wal.SegmentInfo
+		var err error
+		if newest && !opts.ReadOnly {
+			// Opened for the writer that step 7 makes when nothing is
+			// to be sealed: it appends to this segment.
+			info, newestFile, err = rd.ScanToAppend(s, apply)
+			newestSeg = s
+		} else {
+			info, err = rd.Scan(s, tail, apply)
+		}
 		// The records waiting come before whatever stopped the scan: a
 		// failure among them is the first damage in the log.
 		if derr := rp.drain(); derr != nil {
@@ -374,7 +393,13 @@ func recoverOnce(fsys vfs.FS, dir string, opts Options) (_ *Result, retErr error
 		if len(live) == 0 {
 			w, err = createSegment(fsys, dir, covered+1, opts.WAL)
 		} else {
-			w, err = wal.OpenAppend(fsys, dir, last, opts.WAL)
+			f := newestFile
+			if last.Segment != newestSeg {
+				f = nil // closed by the deferred close
+			} else {
+				newestFile = nil
+			}
+			w, err = appendTo(fsys, dir, last, opts.WAL, f)
 		}
 		if err != nil {
 			return nil, err
@@ -411,6 +436,16 @@ func recoverOnce(fsys vfs.FS, dir string, opts Options) (_ *Result, retErr error
 	res.Duration = time.Since(start)
 	logSummary(log, dir, res)
 	return res, nil
+}
+
+// appendTo opens a writer appending to last, the newest segment: through
+// f, the file its scan opened for reading and writing (appendTo takes
+// it), or, when f is nil, by opening it.
+func appendTo(fsys vfs.FS, dir string, last wal.SegmentInfo, opts wal.Options, f vfs.File) (*wal.Writer, error) {
+	if f == nil {
+		return wal.OpenAppend(fsys, dir, last, opts)
+	}
+	return wal.OpenAppendFile(fsys, dir, last, opts, f)
 }
 
 // sealAndNext seals last, the segment that ends the log, and starts the

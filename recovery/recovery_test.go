@@ -12,6 +12,7 @@ import (
 	"github.com/kvstore/kv/record"
 	"github.com/kvstore/kv/recovery"
 	"github.com/kvstore/kv/snapshot"
+	"github.com/kvstore/kv/vfs"
 	"github.com/kvstore/kv/wal"
 )
 
@@ -253,5 +254,130 @@ func TestSummaryLogged(t *testing.T) {
 				t.Errorf("logger at %v: %q lacks %q", tc.level, got, w)
 			}
 		}
+	}
+}
+
+// openCounter counts, for each file name, the opens for reading, the
+// opens for reading and writing, and the files open now.
+type openCounter struct {
+	vfs.FS
+	reads, writes, open map[string]int
+}
+
+func newOpenCounter(fsys vfs.FS) *openCounter {
+	return &openCounter{FS: fsys, reads: map[string]int{}, writes: map[string]int{}, open: map[string]int{}}
+}
+
+func (c *openCounter) Open(n string) (vfs.File, error) {
+	return c.wrap(n, c.reads, c.FS.Open)
+}
+
+func (c *openCounter) OpenReadWrite(n string) (vfs.File, error) {
+	return c.wrap(n, c.writes, c.FS.OpenReadWrite)
+}
+
+func (c *openCounter) wrap(n string, count map[string]int, open func(string) (vfs.File, error)) (vfs.File, error) {
+	f, err := open(n)
+	if err != nil {
+		return nil, err
+	}
+	count[n]++
+	c.open[n]++
+	return &countedFile{File: f, c: c, name: n}, nil
+}
+
+type countedFile struct {
+	vfs.File
+	c      *openCounter
+	name   string
+	closed bool
+}
+
+func (f *countedFile) Close() error {
+	if !f.closed {
+		f.closed = true
+		f.c.open[f.name]--
+	}
+	return f.File.Close()
+}
+
+func (c *openCounter) leftOpen() []string {
+	var names []string
+	for n, k := range c.open {
+		if k != 0 {
+			names = append(names, n)
+		}
+	}
+	return names
+}
+
+// TestNewestSegmentOpenedOnce checks that recovery opens the segment its
+// writer appends to once, for reading and writing, scan and writer
+// alike, and that every file it opens is closed once the writer is:
+// when the writer appends to that segment, when a torn tail makes it
+// seal the segment and start the next one instead, and in a read-only
+// recovery, which opens nothing for writing.
+func TestNewestSegmentOpenedOnce(t *testing.T) {
+	for _, tc := range []string{"appends", "torn tail", "read-only"} {
+		t.Run(tc, func(t *testing.T) {
+			fsys, dir := newDir(t)
+			writeLog(t, fsys, dir, 1, 1, articleOps())
+			seg := wal.SegmentPath(dir, 1)
+			// A first recovery marks the directory, whose identification
+			// then reads no segment.
+			res, err := recovery.Recover(fsys, dir, recovery.Options{DeferCheckpoint: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := res.Writer.Close(); err != nil {
+				t.Fatal(err)
+			}
+			res.Map.Close()
+			if tc == "torn tail" {
+				rd := &wal.Reader{FS: fsys, Dir: dir}
+				info, err := rd.Scan(1, true, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				f, err := fsys.OpenReadWrite(seg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := f.Truncate(info.End - 3); err != nil {
+					t.Fatal(err)
+				}
+				f.Close()
+			}
+			c := newOpenCounter(fsys)
+			res, err = recovery.Recover(c, dir, recovery.Options{DeferCheckpoint: true, ReadOnly: tc == "read-only"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc == "torn tail" != res.Torn {
+				t.Fatalf("torn %v", res.Torn)
+			}
+			switch tc {
+			case "appends":
+				if c.writes[seg] != 1 || c.reads[seg] != 0 {
+					t.Errorf("%s opened %d times for writing, %d for reading; want once, for writing", seg, c.writes[seg], c.reads[seg])
+				}
+			case "read-only":
+				if len(c.writes) != 0 {
+					t.Errorf("a read-only recovery opened %v for writing", c.writes)
+				}
+			}
+			if res.Writer != nil {
+				if err := res.Writer.Close(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			res.Map.Close()
+			if open := c.leftOpen(); len(open) != 0 {
+				t.Errorf("left open: %v", open)
+			}
+			if got := dump(res.Map); tc != "torn tail" && !cmp.Equal(got, articleWant) {
+				t.Errorf("recovered %v, want %v", got, articleWant)
+			}
+		})
 	}
 }

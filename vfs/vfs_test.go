@@ -9,6 +9,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -659,6 +660,27 @@ func TestConformance(t *testing.T) {
 				t.Errorf("ReadPrefix of a missing file: %v, want fs.ErrNotExist naming it", err)
 			}
 		}},
+		{"map file", func(t *testing.T, fsys vfs.FS, dir string) {
+			for _, content := range [][]byte{nil, []byte("kv"), bytes.Repeat([]byte("0123456789abcdef"), 1000)} {
+				p := path.Join(dir, "f"+strconv.Itoa(len(content)))
+				writeFile(t, fsys, p, content)
+				m, err := vfs.MapFile(fsys, p)
+				if err != nil {
+					t.Fatalf("MapFile of %d bytes: %v", len(content), err)
+				}
+				if !bytes.Equal(m.Bytes(), content) {
+					t.Errorf("MapFile of %d bytes gave %d bytes, not the file's", len(content), len(m.Bytes()))
+				}
+				if err := m.Close(); err != nil {
+					t.Error(err)
+				}
+			}
+			missing := path.Join(dir, "missing")
+			_, err := vfs.MapFile(fsys, missing)
+			if !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), missing) {
+				t.Errorf("MapFile of a missing file: %v, want fs.ErrNotExist naming it", err)
+			}
+		}},
 		{"size", func(t *testing.T, fsys vfs.FS, dir string) {
 			f, err := fsys.Create(path.Join(dir, "f"))
 			if err != nil {
@@ -814,6 +836,12 @@ func TestOSRefusesNonRegular(t *testing.T) {
 				open func(string) (vfs.File, error)
 			}{{"Open", vfs.OS.Open}, {"OpenReadWrite", vfs.OS.OpenReadWrite}, {"ReadPrefix", func(name string) (vfs.File, error) {
 				_, err := vfs.ReadPrefix(vfs.OS, name, 16)
+				return nil, err
+			}}, {"MapFile", func(name string) (vfs.File, error) {
+				m, err := vfs.MapFile(vfs.OS, name)
+				if err == nil {
+					m.Close()
+				}
 				return nil, err
 			}}} {
 				type result struct {

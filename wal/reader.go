@@ -79,13 +79,39 @@ type Reader struct {
 //
 // An error returned by fn stops the scan and is returned as is.
 func (r *Reader) Scan(seg SegmentNum, newest bool, fn func(Record) error) (SegmentInfo, error) {
-	name := SegmentPath(r.Dir, seg)
-	info := SegmentInfo{Segment: seg}
-	f, err := r.FS.Open(name)
+	f, err := r.FS.Open(SegmentPath(r.Dir, seg))
 	if err != nil {
-		return info, err
+		return SegmentInfo{Segment: seg}, err
 	}
 	defer f.Close()
+	return r.scanFile(f, seg, newest, fn)
+}
+
+// ScanToAppend is Scan of the newest segment seg (newest true) by a
+// writer that goes on appending to it: it opens the segment for reading
+// and writing, and returns it open, for OpenAppendFile, so that the
+// append does not open it again (an open of a store that replays
+// nothing read its newest segment, closed it, and opened it again).
+// The caller closes the file when it does not hand it on. On an error
+// the file is closed and nil.
+func (r *Reader) ScanToAppend(seg SegmentNum, fn func(Record) error) (SegmentInfo, vfs.File, error) {
+	f, err := r.FS.OpenReadWrite(SegmentPath(r.Dir, seg))
+	if err != nil {
+		return SegmentInfo{Segment: seg}, nil, err
+	}
+	info, err := r.scanFile(f, seg, true, fn)
+	if err != nil {
+		f.Close()
+		return info, nil, err
+	}
+	return info, f, nil
+}
+
+// scanFile is Scan of f, segment seg open.
+func (r *Reader) scanFile(f vfs.File, seg SegmentNum, newest bool, fn func(Record) error) (SegmentInfo, error) {
+	name := SegmentPath(r.Dir, seg)
+	info := SegmentInfo{Segment: seg}
+	var err error
 	if info.Size, err = vfs.Size(f); err != nil {
 		return info, err
 	}

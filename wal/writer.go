@@ -113,15 +113,23 @@ func Create(fsys vfs.FS, dir string, seg SegmentNum, opts Options) (*Writer, err
 // header: any later record was written after the directory sync that
 // made the segment's name durable.
 func OpenAppend(fsys vfs.FS, dir string, info SegmentInfo, opts Options) (*Writer, error) {
-	seg := info.Segment
-	f, err := fsys.OpenReadWrite(SegmentPath(dir, seg))
+	f, err := fsys.OpenReadWrite(SegmentPath(dir, info.Segment))
 	if err != nil {
 		return nil, err
 	}
-	w := &Writer{fsys: fsys, dir: dir, opts: opts, seg: seg, f: f, off: info.End, records: info.Records > 0}
-	if size, err := vfs.Size(f); err == nil {
-		w.alloc = size
+	if info.Size, err = vfs.Size(f); err != nil {
+		f.Close()
+		return nil, err
 	}
+	return OpenAppendFile(fsys, dir, info, opts, f)
+}
+
+// OpenAppendFile is OpenAppend of f, the segment info describes, open for
+// reading and writing since the scan that returned info and f
+// (Reader.ScanToAppend), whose size was info.Size then. It takes f: on
+// an error f is closed.
+func OpenAppendFile(fsys vfs.FS, dir string, info SegmentInfo, opts Options, f vfs.File) (*Writer, error) {
+	w := &Writer{fsys: fsys, dir: dir, opts: opts, seg: info.Segment, f: f, off: info.End, records: info.Records > 0, alloc: info.Size}
 	if err := w.openAppend(info); err != nil {
 		f.Close()
 		return nil, err

@@ -819,3 +819,56 @@ func TestSealTailLostCut(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestScanToAppend checks that the file ScanToAppend returns serves
+// OpenAppendFile as a new open serves OpenAppend: a record appended
+// through it follows the ones scanned. A segment ScanToAppend finds
+// damaged comes back with no file.
+func TestScanToAppend(t *testing.T) {
+	fsys := newFS(t)
+	w, err := wal.Create(fsys, testDir, 1, wal.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := payloads(3)
+	if _, err := w.Append(ps[0], ps[1]); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rd := &wal.Reader{FS: fsys, Dir: testDir}
+	var seen int
+	info, f, err := rd.ScanToAppend(1, func(wal.Record) error { seen++; return nil })
+	if err != nil || f == nil || seen != 2 {
+		t.Fatalf("ScanToAppend: %d records, file %v, %v", seen, f, err)
+	}
+	w, err = wal.OpenAppendFile(fsys, testDir, info, wal.Options{}, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Append(ps[2]); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	got, _, err := scanSegment(fsys, 1, true)
+	if err != nil || len(got) != 3 || !bytes.Equal(got[2].Payload, ps[2]) {
+		t.Fatalf("after an append through ScanToAppend's file: %d records, %v", len(got), err)
+	}
+
+	// A byte of the first record's payload changed: corruption.
+	g, err := fsys.OpenReadWrite(wal.SegmentPath(testDir, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.WriteAt([]byte{0xff}, segHeaderRec+recHeaderSize); err != nil {
+		t.Fatal(err)
+	}
+	g.Close()
+	_, f, err = rd.ScanToAppend(1, nil)
+	if !errors.Is(err, wal.ErrCorrupt) || f != nil {
+		t.Errorf("ScanToAppend of a damaged segment: file %v, %v; want no file and ErrCorrupt", f, err)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime/debug"
 
 	"github.com/kvstore/kv/internal/corrupt"
 	"github.com/kvstore/kv/record"
@@ -28,6 +29,18 @@ func headerVersion(fsys vfs.FS, name string) (uint16, bool, error) {
 	}
 	defer f.Close()
 	return fileVersion(f)
+}
+
+// mappedVersion is fileVersion of the file mapped in m; a fault reading
+// it (a file cut shorter than its mapping) is a *vfs.FaultError.
+func mappedVersion(m *vfs.Mapping) (v uint16, ok bool, err error) {
+	defer m.CatchFault(&err)
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	b := m.Bytes()
+	if len(b) < fileHeaderSize || [6]byte(b[:6]) != magic {
+		return 0, false, nil
+	}
+	return u16(b, 6), true, nil
 }
 
 // fileVersion is headerVersion of the open file f.
@@ -145,25 +158,25 @@ func ReadAny(fsys vfs.FS, name string, meta func(snapshot.Meta) error, lease fun
 // Reader returned is nil. The errors are ReadAny's; on one, nothing is
 // left open.
 func OpenAny(fsys vfs.FS, name string, meta func(snapshot.Meta) error, lease func(*record.Lease) error, entry func(*record.Entry) error) (*Reader, error) {
-	// One open of the file serves the look at its version and, for an
-	// image, the mapping.
-	f, err := fsys.Open(name)
+	// One mapping of the file serves the look at its version and, for an
+	// image, the reader.
+	m, err := vfs.MapFile(fsys, name)
 	if err != nil {
 		return nil, err
 	}
-	v, ok, err := fileVersion(f)
+	v, ok, err := mappedVersion(m)
 	img := false
 	if err == nil && ok {
 		img, err = versionKnown(name, v)
 	}
 	if err != nil || !img {
-		f.Close()
+		m.Close()
 		if err != nil {
 			return nil, err
 		}
 		return nil, snapshot.ReadFileLeases(fsys, name, meta, lease, entry)
 	}
-	r, err := openFile(f, name)
+	r, err := openMapping(m, name)
 	if err != nil {
 		if m, merr := ReadMeta(fsys, name); merr == nil && meta != nil && !errors.Is(err, vfs.ErrMapFault) {
 			if ferr := meta(m); ferr != nil {

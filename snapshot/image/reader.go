@@ -94,28 +94,16 @@ type mapped struct {
 // Damage is snapshot.ErrCorrupt in a *corrupt.Error naming the file and
 // offset; another format version is snapshot.ErrVersion.
 func Open(fsys vfs.FS, name string) (*Reader, error) {
-	f, err := fsys.Open(name)
+	m, err := vfs.MapFile(fsys, name)
 	if err != nil {
 		return nil, err
 	}
-	return openFile(f, name)
+	return openMapping(m, name)
 }
 
-// openFile is Open of f, the file name open, which it closes.
-func openFile(f vfs.File, name string) (*Reader, error) {
-	size, err := vfs.Size(f)
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	m, err := vfs.Map(f, size)
-	if cerr := f.Close(); err == nil && cerr != nil {
-		m.Close()
-		err = cerr
-	}
-	if err != nil {
-		return nil, err
-	}
+// openMapping is Open of m, the mapping of file name, which it closes on
+// an error.
+func openMapping(m *vfs.Mapping, name string) (*Reader, error) {
 	r := &Reader{mapped: &mapped{name: name, m: m, b: m.Bytes(), unmapped: make(chan struct{})}}
 	r.refs.Store(1)
 	// Lookups read a page or two each, and open reads the first page, the
