@@ -109,8 +109,8 @@ func ReadAny(fsys vfs.FS, name string, meta func(snapshot.Meta) error, lease fun
 	}
 	r, err := Open(fsys, name)
 	if err != nil {
-		if m, merr := ReadMeta(fsys, name); merr == nil && meta != nil && !errors.Is(err, vfs.ErrMapFault) {
-			if ferr := meta(m); ferr != nil {
+		if mt, merr := ReadMeta(fsys, name); merr == nil && meta != nil && !errors.Is(err, vfs.ErrMapFault) {
+			if ferr := meta(mt); ferr != nil {
 				return ferr
 			}
 		}
@@ -178,8 +178,8 @@ func OpenAny(fsys vfs.FS, name string, meta func(snapshot.Meta) error, lease fun
 	}
 	r, err := openMapping(m, name)
 	if err != nil {
-		if m, merr := ReadMeta(fsys, name); merr == nil && meta != nil && !errors.Is(err, vfs.ErrMapFault) {
-			if ferr := meta(m); ferr != nil {
+		if mt, merr := ReadMeta(fsys, name); merr == nil && meta != nil && !errors.Is(err, vfs.ErrMapFault) {
+			if ferr := meta(mt); ferr != nil {
 				return nil, ferr
 			}
 		}
