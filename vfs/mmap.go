@@ -68,11 +68,13 @@ func Map(f File, size int64) (*Mapping, error) {
 
 // MapFile returns a read-only view of the whole of file name, which must
 // be a regular file (as FS.Open checks), taken as Map takes it. On the OS
-// it opens, checks, maps and closes one descriptor (four system calls
-// where Open, Size, Map and Close took six, and no *os.File); on another
+// it opens, checks, maps and closes one descriptor (five system calls
+// where Open, Size, Map and Close took seven, and no *os.File); on another
 // FS it is Open, Size, Map and Close.
 func MapFile(fsys FS, name string) (*Mapping, error) {
-	if o, ok := fsys.(osFS); ok {
+	if o, ok := fsys.(interface {
+		mapFile(name string) (*Mapping, error)
+	}); ok {
 		return o.mapFile(name)
 	}
 	f, err := fsys.Open(name)
