@@ -27,11 +27,6 @@ type Mapping struct {
 	mapped bool // b is a memory mapping, to be unmapped by Close
 }
 
-// mapper is a File that can map itself: the OS file system's.
-type mapper interface {
-	mmap(size int) ([]byte, error)
-}
-
 // Map returns a read-only view of the first size bytes of f, which must
 // hold at least that many. f may be closed once Map returns: the view
 // does not need it. Close the mapping when done; no slice of Bytes may be
@@ -44,7 +39,7 @@ func Map(f File, size int64) (*Mapping, error) {
 	if size == 0 {
 		return m, nil
 	}
-	if mf, ok := f.(mapper); ok {
+	if mf, ok := f.(*osFile); ok { // the OS's file maps itself
 		b, err := mf.mmap(int(size))
 		if err != nil {
 			return nil, err
@@ -72,9 +67,7 @@ func Map(f File, size int64) (*Mapping, error) {
 // where Open, Size, Map and Close took seven, and no *os.File); on another
 // FS it is Open, Size, Map and Close.
 func MapFile(fsys FS, name string) (*Mapping, error) {
-	if o, ok := fsys.(interface {
-		mapFile(name string) (*Mapping, error)
-	}); ok {
+	if o, ok := fsys.(osFS); ok { // by concrete type: see Size
 		return o.mapFile(name)
 	}
 	f, err := fsys.Open(name)

@@ -9,17 +9,17 @@ import (
 	"github.com/kvstore/kv/vfs"
 )
 
-// carrier is implemented by the file system Wrap returns.
-type carrier interface{ variant() Bug }
-
 // Of returns the variant the file system carries (see Wrap); None for any
 // other file system, and always in a kvrelease build.
 func Of(fsys vfs.FS) Bug {
 	if !Enabled {
 		return None
 	}
-	if c, ok := fsys.(carrier); ok {
-		return c.variant()
+	// By concrete type, as vfs finds its fast paths: an interface
+	// assertion's first use in a process builds an itab, on the path of
+	// every open.
+	if b, ok := fsys.(*bugFS); ok {
+		return b.bug
 	}
 	return None
 }
@@ -42,8 +42,6 @@ type bugFS struct {
 	mu   sync.Mutex
 	held map[string]bool // *.tmp files whose sync waits for their rename
 }
-
-func (b *bugFS) variant() Bug { return b.bug }
 
 // NewSalt passes the salt source of the file system below on (see
 // wal.Salter), so that a simulation stays repeatable with a variant on.
