@@ -208,18 +208,17 @@ func Identify(fsys vfs.FS, dir string) (DirKind, error) {
 // identify is Identify, which also returns the directory's listing (nil
 // when it is missing), so that recovery need not list it again.
 func identify(fsys vfs.FS, dir string) (DirKind, []string, error) {
-	fi, err := fsys.Stat(dir)
+	// The listing first: of a directory, the common case, it is all the
+	// answer needs. A listing that fails for another reason than a
+	// missing directory asks Stat whether dir is one, and fails.
+	names, err := fsys.List(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return DirMissing, nil, nil
 	}
 	if err != nil {
-		return 0, nil, err
-	}
-	if !fi.IsDir() {
-		return 0, nil, &NotDataDirError{Dir: dir, Reason: "not a directory"}
-	}
-	names, err := fsys.List(dir)
-	if err != nil {
+		if fi, serr := fsys.Stat(dir); serr == nil && !fi.IsDir() {
+			return 0, nil, &NotDataDirError{Dir: dir, Reason: "not a directory"}
+		}
 		return 0, nil, err
 	}
 	kind, err := identifyNames(fsys, dir, names)
