@@ -262,10 +262,11 @@ func TestSummaryLogged(t *testing.T) {
 type openCounter struct {
 	vfs.FS
 	reads, writes, open map[string]int
+	headReads          map[string]int // reads at offset 0
 }
 
 func newOpenCounter(fsys vfs.FS) *openCounter {
-	return &openCounter{FS: fsys, reads: map[string]int{}, writes: map[string]int{}, open: map[string]int{}}
+	return &openCounter{FS: fsys, reads: map[string]int{}, writes: map[string]int{}, open: map[string]int{}, headReads: map[string]int{}}
 }
 
 func (c *openCounter) Open(n string) (vfs.File, error) {
@@ -291,6 +292,13 @@ type countedFile struct {
 	c      *openCounter
 	name   string
 	closed bool
+}
+
+func (f *countedFile) ReadAt(p []byte, off int64) (int, error) {
+	if off == 0 {
+		f.c.headReads[f.name]++
+	}
+	return f.File.ReadAt(p, off)
 }
 
 func (f *countedFile) Close() error {
@@ -360,6 +368,10 @@ func TestNewestSegmentOpenedOnce(t *testing.T) {
 			case "appends":
 				if c.writes[seg] != 1 || c.reads[seg] != 0 {
 					t.Errorf("%s opened %d times for writing, %d for reading; want once, for writing", seg, c.writes[seg], c.reads[seg])
+				}
+				// The writer takes the header the scan read and checked.
+				if c.headReads[seg] != 1 {
+					t.Errorf("%s read at offset 0 %d times; want once, by the scan", seg, c.headReads[seg])
 				}
 			case "read-only":
 				if len(c.writes) != 0 {

@@ -84,7 +84,8 @@ func (r *Reader) Scan(seg SegmentNum, newest bool, fn func(Record) error) (Segme
 		return SegmentInfo{Segment: seg}, err
 	}
 	defer f.Close()
-	return r.scanFile(f, seg, newest, fn)
+	info, _, err := r.scanFile(f, seg, newest, fn)
+	return info, err
 }
 
 // ScanToAppend is Scan of the newest segment seg (newest true) by a
@@ -92,28 +93,42 @@ func (r *Reader) Scan(seg SegmentNum, newest bool, fn func(Record) error) (Segme
 // and writing, and returns it open, for OpenAppendFile, so that the
 // append does not open it again (an open of a store that replays
 // nothing read its newest segment, closed it, and opened it again).
-// The caller closes the file when it does not hand it on. On an error
-// the file is closed and nil.
+// The file carries the header the scan read and checked, which
+// OpenAppendFile takes rather than reading it again. The caller closes
+// the file when it does not hand it on. On an error the file is closed
+// and nil.
 func (r *Reader) ScanToAppend(seg SegmentNum, fn func(Record) error) (SegmentInfo, vfs.File, error) {
 	f, err := r.FS.OpenReadWrite(SegmentPath(r.Dir, seg))
 	if err != nil {
 		return SegmentInfo{Segment: seg}, nil, err
 	}
-	info, err := r.scanFile(f, seg, true, fn)
+	info, key, err := r.scanFile(f, seg, true, fn)
 	if err != nil {
 		f.Close()
 		return info, nil, err
 	}
-	return info, f, nil
+	if key == nil {
+		return info, f, nil // no header yet: the writer writes one
+	}
+	return info, &scannedFile{File: f, seg: seg, key: key}, nil
 }
 
-// scanFile is Scan of f, segment seg open.
-func (r *Reader) scanFile(f vfs.File, seg SegmentNum, newest bool, fn func(Record) error) (SegmentInfo, error) {
+// scannedFile is the newest segment as ScanToAppend returns it: open, and
+// its header's key, which OpenAppendFile takes.
+type scannedFile struct {
+	vfs.File
+	seg SegmentNum
+	key *segKey
+}
+
+// scanFile is Scan of f, segment seg open; it also returns the key of the
+// segment's header, nil when the header did not read as one.
+func (r *Reader) scanFile(f vfs.File, seg SegmentNum, newest bool, fn func(Record) error) (SegmentInfo, *segKey, error) {
 	name := SegmentPath(r.Dir, seg)
 	info := SegmentInfo{Segment: seg}
 	var err error
 	if info.Size, err = vfs.Size(f); err != nil {
-		return info, err
+		return info, nil, err
 	}
 	if info.Size > scanWindow {
 		// The disk reads ahead while records are applied. A segment of
@@ -130,7 +145,8 @@ func (r *Reader) scanFile(f vfs.File, seg SegmentNum, newest bool, fn func(Recor
 	src := &fileSource{f: f, name: name, size: info.Size, buf: r.buf, window: int64(cmp.Or(r.window, scanWindow))}
 	sc := &scanner{name: name, seg: seg, src: src, maxRec: maxRec, payload: r.payload}
 	defer func() { r.buf, r.payload = src.buf[:0], sc.payload[:0] }()
-	return sc.scan(newest, info, fn)
+	info, err = sc.scan(newest, info, fn)
+	return info, sc.key, err
 }
 
 // source is a segment's bytes as scan reads them.

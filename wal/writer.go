@@ -126,10 +126,17 @@ func OpenAppend(fsys vfs.FS, dir string, info SegmentInfo, opts Options) (*Write
 
 // OpenAppendFile is OpenAppend of f, the segment info describes, open for
 // reading and writing since the scan that returned info and f
-// (Reader.ScanToAppend), whose size was info.Size then. It takes f: on
-// an error f is closed.
+// (Reader.ScanToAppend), whose size was info.Size then; the header that
+// scan checked is not read again. It takes f: on an error f is closed.
 func OpenAppendFile(fsys vfs.FS, dir string, info SegmentInfo, opts Options, f vfs.File) (*Writer, error) {
-	w := &Writer{fsys: fsys, dir: dir, opts: opts, seg: info.Segment, f: f, off: info.End, records: info.Records > 0, alloc: info.Size}
+	var key *segKey
+	if sf, ok := f.(*scannedFile); ok {
+		f = sf.File
+		if sf.seg == info.Segment {
+			key = sf.key
+		}
+	}
+	w := &Writer{fsys: fsys, dir: dir, opts: opts, seg: info.Segment, f: f, off: info.End, records: info.Records > 0, alloc: info.Size, key: key}
 	if err := w.openAppend(info); err != nil {
 		f.Close()
 		return nil, err
@@ -151,11 +158,13 @@ func (w *Writer) openAppend(info SegmentInfo) error {
 		w.synced = w.off
 		return vfs.SyncDir(w.fsys, w.dir)
 	}
-	k, err := readKey(w.f, SegmentPath(w.dir, w.seg), w.seg)
-	if err != nil {
-		return err
+	if w.key == nil { // not handed over by ScanToAppend
+		k, err := readKey(w.f, SegmentPath(w.dir, w.seg), w.seg)
+		if err != nil {
+			return err
+		}
+		w.key = k
 	}
-	w.key = k
 	w.synced, w.claimed, w.dataEnd = info.Synced, info.Synced, info.Synced
 	if info.DataEnd > info.Synced {
 		if err := rewrite(w.f, info.Synced, info.DataEnd); err != nil {
