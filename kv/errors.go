@@ -117,7 +117,9 @@ var ErrRestoreNotEmpty = errors.New("kv: restore needs a new or empty directory"
 // matches ErrLocked.
 type LockedError struct {
 	Dir string
-	PID int // the holder's pid as it wrote it in LOCK; 0 if unknown
+	// PID is the holder's: on Linux from the kernel's table of locks
+	// (/proc/locks), elsewhere as it wrote it in LOCK; 0 if unknown.
+	PID int
 }
 
 // Error implements error.

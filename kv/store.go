@@ -195,16 +195,7 @@ func (s *Store) takeLock(ctx context.Context) error {
 		if err == nil {
 			s.lock = f
 			if !s.opts.ReadOnly {
-				// The pid is for error messages only; it need not be
-				// durable. Its width is fixed, so that it overwrites the
-				// pid an earlier open wrote, in place: a truncate (and
-				// the write after it) cost a reopen of 1M keys about a
-				// fifth of its time on ext4.
-				pid := lockPID(os.Getpid())
-				if size, err := vfs.Size(f); err != nil || size != int64(len(pid)) {
-					f.Truncate(0)
-				}
-				f.WriteAt(pid, 0)
+				s.namePID(f)
 			}
 			return nil
 		}
@@ -230,6 +221,31 @@ func (s *Store) takeLock(ctx context.Context) error {
 	}
 }
 
+// namePID leaves in LOCK, locked by this open, what names this process
+// to an open that finds it locked (FORMAT.md, "The data directory"). On
+// a file system whose operating system names the holders of its locks
+// (Linux: /proc/locks), nothing: LOCK is emptied when an older build
+// left its pid there, which would name no one. Elsewhere, the pid. It is
+// for error messages only, and need not be durable.
+func (s *Store) namePID(f vfs.File) {
+	if vfs.NamesLockHolders(s.fs) {
+		// The write of the pid, which dirtied an inode for ext4's
+		// journal, was a tenth of a reopen of 1M keys (bench/RESULTS.md).
+		if size, err := vfs.Size(f); err != nil || size != 0 {
+			f.Truncate(0)
+		}
+		return
+	}
+	// The width is fixed, so that it overwrites the pid an earlier open
+	// wrote, in place: a truncate (and the write after it) cost a reopen
+	// of 1M keys about a fifth of its time on ext4.
+	pid := lockPID(os.Getpid())
+	if size, err := vfs.Size(f); err != nil || size != int64(len(pid)) {
+		f.Truncate(0)
+	}
+	f.WriteAt(pid, 0)
+}
+
 // lockPID is what an open writes into LOCK: pid, left-aligned in ten
 // columns padded with spaces, and a newline (fmt's "%-10d\n", without
 // fmt's printer on the path of every open).
@@ -241,7 +257,13 @@ func lockPID(pid int) []byte {
 	return append(b, '\n')
 }
 
+// holderPID names the process that holds the lock on name, LOCK: from
+// the operating system's table of locks where it has one, else from the
+// pid the holder wrote; 0 when neither tells.
 func (s *Store) holderPID(name string) int {
+	if vfs.NamesLockHolders(s.fs) {
+		return vfs.LockHolder(s.fs, name)
+	}
 	b, err := vfs.ReadFile(s.fs, name)
 	if err != nil {
 		return 0

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -173,19 +174,6 @@ func TestLocked(t *testing.T) {
 		t.Fatal(err)
 	}
 	s2.Close()
-}
-
-func TestLockedOS(t *testing.T) {
-	dir := t.TempDir()
-	s, err := kv.Open(dir, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	_, err = kv.Open(dir, nil)
-	if !errors.Is(err, kv.ErrLocked) || !strings.Contains(err.Error(), fmt.Sprint(os.Getpid())) {
-		t.Fatalf("second Open: %v, want ErrLocked naming pid %d", err, os.Getpid())
-	}
 }
 
 func TestClose(t *testing.T) {
@@ -486,6 +474,51 @@ func TestTreeKeepsUp(t *testing.T) {
 			t.Fatalf("%d of %d puts' changes still wait for the ordered tree", kv.Unflushed(s), n)
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestLockedNamesHolderOS: on the host's file system a second open names
+// the holder, a writer or a read-only open (whose shared lock writes no
+// pid anywhere). On Linux the kernel's table of locks names it and LOCK
+// stays empty (an open empties the pid an older build left there, which
+// names no one); elsewhere LOCK holds the writer's pid.
+func TestLockedNamesHolderOS(t *testing.T) {
+	dir := t.TempDir()
+	lock := filepath.Join(dir, kv.LockName)
+	wantLock := fmt.Sprintf("%-10d\n", os.Getpid())
+	if vfs.NamesLockHolders(vfs.OS) {
+		wantLock = ""
+	}
+	s, err := kv.Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	// A stale pid, as an older build wrote it.
+	if err := os.WriteFile(lock, []byte("4194303   \n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, ro := range []bool{false, true} {
+		s, err := kv.Open(dir, &kv.Options{ReadOnly: ro})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ro {
+			if b, err := os.ReadFile(lock); err != nil || string(b) != wantLock {
+				t.Errorf("LOCK after an open: %q, %v; want %q", b, err, wantLock)
+			}
+		}
+		var le *kv.LockedError
+		_, err = kv.Open(dir, nil)
+		if !errors.As(err, &le) {
+			t.Fatalf("second open (first read-only: %v): %v, want a LockedError", ro, err)
+		}
+		// Where LOCK holds the pid, only a writer wrote it: a read-only
+		// holder is named by the kernel's table alone.
+		if want := os.Getpid(); le.PID != want && (vfs.NamesLockHolders(vfs.OS) || !ro) {
+			t.Errorf("second open (first read-only: %v): %v, want it to name pid %d", ro, err, want)
+		}
+		s.Close()
 	}
 }
 

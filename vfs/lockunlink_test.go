@@ -3,6 +3,7 @@ package vfs_test
 import (
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"testing"
 
@@ -47,5 +48,38 @@ func TestLockSurvivesUnlink(t *testing.T) {
 	wg.Wait()
 	if orphans > 0 {
 		t.Errorf("%d locks were held on a lock file no longer under its name", orphans)
+	}
+}
+
+// TestLockHolder: on Linux the OS names the holder of a lock from
+// /proc/locks, exclusive or shared, and no one once it is let go;
+// elsewhere, and on any other FS, LockHolder names no one.
+func TestLockHolder(t *testing.T) {
+	name := filepath.Join(t.TempDir(), "LOCK")
+	if got := vfs.NamesLockHolders(vfs.OS); got != (runtime.GOOS == "linux") {
+		t.Fatalf("NamesLockHolders(OS) = %v on %s", got, runtime.GOOS)
+	}
+	if vfs.NamesLockHolders(vfs.NewMem()) {
+		t.Error("NamesLockHolders(Mem) = true")
+	}
+	for _, exclusive := range []bool{true, false} {
+		f, err := vfs.OS.Lock(name, exclusive)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := 0
+		if vfs.NamesLockHolders(vfs.OS) {
+			want = os.Getpid()
+		}
+		if got := vfs.LockHolder(vfs.OS, name); got != want {
+			t.Errorf("exclusive=%v: LockHolder = %d, want %d", exclusive, got, want)
+		}
+		f.Close()
+		if got := vfs.LockHolder(vfs.OS, name); got != 0 {
+			t.Errorf("exclusive=%v: LockHolder after Close = %d, want 0", exclusive, got)
+		}
+	}
+	if got := vfs.LockHolder(vfs.OS, filepath.Join(filepath.Dir(name), "missing")); got != 0 {
+		t.Errorf("LockHolder of a missing file = %d", got)
 	}
 }
