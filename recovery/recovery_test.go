@@ -262,7 +262,7 @@ func TestSummaryLogged(t *testing.T) {
 type openCounter struct {
 	vfs.FS
 	reads, writes, open map[string]int
-	headReads          map[string]int // reads at offset 0
+	headReads           map[string]int // reads at offset 0
 }
 
 func newOpenCounter(fsys vfs.FS) *openCounter {
