@@ -2,6 +2,9 @@ package cluster
 
 import (
 	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,7 +20,19 @@ func ForTest(t testing.TB, bin string) *Cluster {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
-	c, err := Start(ctx, Config{Bin: bin, Dir: t.TempDir()})
+	// A port freePort handed out can be taken by another process (the
+	// tests of another package start clusters of their own) before the
+	// member binds it: that start is tried again, on new ports.
+	dir := t.TempDir()
+	var c *Cluster
+	var err error
+	for attempt := 1; ; attempt++ {
+		c, err = Start(ctx, Config{Bin: bin, Dir: filepath.Join(dir, fmt.Sprint(attempt))})
+		if err == nil || attempt == 3 || !strings.Contains(err.Error(), "address already in use") {
+			break
+		}
+		t.Logf("starting etcd, attempt %d: a port was taken before its member bound it: %v", attempt, err)
+	}
 	if err != nil {
 		t.Fatalf("starting etcd: %v", err)
 	}
