@@ -228,22 +228,22 @@ func (s *Store) takeLock(ctx context.Context) error {
 // left its pid there, which would name no one. Elsewhere, the pid. It is
 // for error messages only, and need not be durable.
 func (s *Store) namePID(f vfs.File) {
-	if vfs.NamesLockHolders(s.fs) {
-		// The write of the pid, which dirtied an inode for ext4's
-		// journal, was a tenth of a reopen of 1M keys (bench/RESULTS.md).
-		if size, err := vfs.Size(f); err != nil || size != 0 {
-			f.Truncate(0)
-		}
-		return
+	// The write of the pid, which dirtied an inode for ext4's journal,
+	// was a tenth of a reopen of 1M keys (bench/RESULTS.md): where the
+	// OS names the holder, LOCK is left as it is when already empty.
+	var pid []byte
+	if !vfs.NamesLockHolders(s.fs) {
+		pid = lockPID(os.Getpid())
 	}
-	// The width is fixed, so that it overwrites the pid an earlier open
-	// wrote, in place: a truncate (and the write after it) cost a reopen
-	// of 1M keys about a fifth of its time on ext4.
-	pid := lockPID(os.Getpid())
+	// The pid's width is fixed, so that it overwrites the pid an earlier
+	// open wrote, in place: a truncate (and the write after it) cost a
+	// reopen of 1M keys about a fifth of its time on ext4.
 	if size, err := vfs.Size(f); err != nil || size != int64(len(pid)) {
 		f.Truncate(0)
 	}
-	f.WriteAt(pid, 0)
+	if pid != nil {
+		f.WriteAt(pid, 0)
+	}
 }
 
 // lockPID is what an open writes into LOCK: pid, left-aligned in ten
