@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -45,6 +46,9 @@ func TestShort(t *testing.T) {
 	text := string(b)
 	if err := checkReport(text); err != nil {
 		t.Fatalf("the report of a whole run fails its check: %v", err)
+	}
+	if want := fmt.Sprintf("%d warm reopens per engine and round", c.ReopenRuns); !strings.Contains(text, want) {
+		t.Errorf("the report does not say %q", want)
 	}
 	for _, row := range rows {
 		if n := strings.Count(text, "| "+row.id+" |"); n != 2 {

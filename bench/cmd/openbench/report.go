@@ -113,12 +113,20 @@ func report(w io.Writer, s saved) {
 	fmt.Fprintf(w, "- files: kv %s, bbolt %s, pebble %s; built in kv %s, bbolt %s, pebble %s\n",
 		units.MiB(float64(s.Sizes["kv"])), units.MiB(float64(s.Sizes["bbolt"])), units.MiB(float64(s.Sizes["pebble"])),
 		units.Dur(s.Build["kv"]), units.Dur(s.Build["bbolt"]), units.Dur(s.Build["pebble"]))
-	fmt.Fprintf(w, "- rounds: %d; random Gets %v after %v of warm-up; %d one-shot runs per process kind and round\n", c.Rounds, c.GetDur, c.GetDur/2, c.CLIRuns)
+	reopens := ""
+	if c.ReopenRuns > 0 {
+		reopens = fmt.Sprintf("; %d warm reopens per engine and round", c.ReopenRuns)
+	}
+	fmt.Fprintf(w, "- rounds: %d; random Gets %v after %v of warm-up; %d one-shot runs per process kind and round%s\n", c.Rounds, c.GetDur, c.GetDur/2, c.CLIRuns, reopens)
 	if len(s.Load) > 0 {
 		fmt.Fprintf(w, "- load: the machine's 1-minute load average before each step: %s on %d steps\n", spread(s.Load, func(x float64) string { return fmt.Sprintf("%.1f", x) }), len(s.Load))
 	}
 
-	fmt.Fprintf(w, "\n## Figures\n\nMedian (min–max) over the rounds; ↑ higher is better, ↓ lower is better. A one-shot row's figure in a round is the median of its %d runs.\n\n", c.CLIRuns)
+	perRound := fmt.Sprintf("A one-shot row's figure in a round is the median of its %d runs", c.CLIRuns)
+	if c.ReopenRuns > 0 {
+		perRound += fmt.Sprintf("; a warm reopen row's (reopen.warm, heap.open, get.warm.first), the median of its %d", c.ReopenRuns)
+	}
+	fmt.Fprintf(w, "\n## Figures\n\nMedian (min–max) over the rounds; ↑ higher is better, ↓ lower is better. %s.\n\n", perRound)
 	fmt.Fprintf(w, "| row | what | %s |\n|---|---|%s\n", strings.Join(engines, " | "), strings.Repeat("---|", len(engines)))
 	for _, row := range rows {
 		fmt.Fprintf(w, "| %s | %s |", row.id, row.what)
