@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"strconv"
@@ -26,6 +27,9 @@ type task struct {
 	Cold   string        `json:"cold,omitempty"`    // reopen: empty the page cache first, by this method
 	GetDur time.Duration `json:"get_dur,omitempty"` // read: how long the timed Gets run
 	Key    int           `json:"key,omitempty"`     // oneshot: the index of the key to read
+	// Slices: read takes its timed Gets in slices its parent asks for
+	// on stdin (serveSlices), rather than GetDur of them at once.
+	Slices bool `json:"slices,omitempty"`
 }
 
 // metrics are a child's figures by name.
@@ -105,9 +109,10 @@ func childReopen(t *task) (metrics, error) {
 
 // childRead opens the store (its files in the page cache) and runs
 // random Gets on one goroutine for t.GetDur after an untimed warm-up of
-// half that, every 64th value checked; then a full scan in key order,
-// every pair checked, in order, each key once; then the heap in use
-// after a GC: what the store keeps once it has served reads.
+// half that, every 64th value checked (with t.Slices, in the slices its
+// parent asks for: serveSlices); then a full scan in key order, every
+// pair checked, in order, each key once; then the heap in use after a
+// GC: what the store keeps once it has served reads.
 func childRead(t *task) (metrics, error) {
 	s, err := open(t.Engine, t.Dir, false)
 	if err != nil {
@@ -146,19 +151,30 @@ func readStore(s store, t *task) (metrics, error) {
 	if _, err := gets(s.get, t.GetDur/2); err != nil {
 		return nil, err
 	}
-	start := time.Now()
-	done, err := gets(s.get, t.GetDur)
-	if err != nil {
-		return nil, err
-	}
-	m["get.ops"] = float64(done) / time.Since(start).Seconds()
 	// kv's Get, whose entries the caller keeps: a copy of its own each.
+	var owned func([]byte) ([]byte, error)
 	if o, ok := s.(interface{ getOwned([]byte) ([]byte, error) }); ok {
-		start = time.Now()
-		if done, err = gets(o.getOwned, t.GetDur); err != nil {
+		owned = o.getOwned
+	}
+	var start time.Time
+	if t.Slices {
+		if err := serveSlices(os.Stdin, os.Stdout, s.get, owned, gets); err != nil {
 			return nil, err
 		}
-		m["getowned.ops"] = float64(done) / time.Since(start).Seconds()
+	} else {
+		start = time.Now()
+		done, err := gets(s.get, t.GetDur)
+		if err != nil {
+			return nil, err
+		}
+		m["get.ops"] = float64(done) / time.Since(start).Seconds()
+		if owned != nil {
+			start = time.Now()
+			if done, err = gets(owned, t.GetDur); err != nil {
+				return nil, err
+			}
+			m["getowned.ops"] = float64(done) / time.Since(start).Seconds()
+		}
 	}
 
 	for _, sc := range []struct {
@@ -168,7 +184,7 @@ func readStore(s store, t *task) (metrics, error) {
 		count := 0
 		var prev []byte
 		start = time.Now()
-		err = sc.scan(func(k, v []byte) error {
+		err := sc.scan(func(k, v []byte) error {
 			if count > 0 && bytes.Compare(prev, k) >= 0 {
 				return fmt.Errorf("%s: %x after %x", sc.id, k, prev)
 			}
@@ -191,6 +207,40 @@ func readStore(s store, t *task) (metrics, error) {
 	m["heap"] = float64(ms.HeapInuse)
 	m["rss"] = procStatus("VmRSS")
 	return m, nil
+}
+
+// serveSlices answers its parent's requests for timed Gets, one a line
+// on in: "get NS" (through get) or "owned NS" (through owned, kv's Get
+// whose entries are the caller's), each run for NS nanoseconds, each
+// answered on out by a line "GETS SECONDS". It says "ready" first, and
+// returns at the end of in. Slices of the engines' children, taken in
+// turn, meet the same machine: a neighbour's burst slows every engine
+// a little, not one engine's whole figure.
+func serveSlices(in io.Reader, out io.Writer, get, owned func([]byte) ([]byte, error), gets func(func([]byte) ([]byte, error), time.Duration) (int, error)) error {
+	if _, err := fmt.Fprintln(out, "ready"); err != nil {
+		return err
+	}
+	sc := bufio.NewScanner(in)
+	for sc.Scan() {
+		kind, ns, ok := strings.Cut(sc.Text(), " ")
+		d, err := strconv.ParseInt(ns, 10, 64)
+		fn := get
+		if kind == "owned" {
+			fn = owned
+		}
+		if !ok || err != nil || d <= 0 || (kind != "get" && kind != "owned") || fn == nil {
+			return fmt.Errorf("slice request %q: want \"get NS\" or \"owned NS\" (owned of kv only)", sc.Text())
+		}
+		start := time.Now()
+		done, err := gets(fn, time.Duration(d))
+		if err != nil {
+			return err
+		}
+		if _, err := fmt.Fprintf(out, "%d %g\n", done, time.Since(start).Seconds()); err != nil {
+			return err
+		}
+	}
+	return sc.Err()
 }
 
 // childOneshot is the smallest program that reads one key: open

@@ -18,9 +18,12 @@
 //     (VmRSS) and Go heap in use (after a GC) after it, the first Get.
 //     -reopen-runs children per engine, each right after its own
 //     warm-up, the engines interleaved; each figure is their median.
-//  2. read: a new child opens the store and runs random Gets on one
-//     goroutine, then a full scan in key order, then reports the heap
-//     in use after a GC (per key).
+//  2. read: a new child per engine opens the store and runs random Gets
+//     on one goroutine, untimed; then the children take -get-slices
+//     slices of timed Gets in turn (so that a noisy neighbour slows all
+//     engines alike, not one engine's whole figure); then each runs a
+//     full scan in key order and reports the heap in use after a GC
+//     (per key).
 //  3. one-shot: the whole process `kv DIR get KEY` (the command built
 //     from this checkout) against `bbolt get DB BUCKET KEY` (bbolt's
 //     command at the version of bench/go.mod), and a one-shot child of
@@ -37,12 +40,14 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"io/fs"
 	"math"
 	"os"
@@ -67,13 +72,17 @@ type config struct {
 	CLIRuns int           `json:"cli_runs"`
 	// ReopenRuns is the warm reopens per engine and round; 0 in the
 	// runs saved before there were several (one each).
-	ReopenRuns int    `json:"reopen_runs,omitempty"`
-	Cold       string `json:"cold"` // the method, resolved
+	ReopenRuns int `json:"reopen_runs,omitempty"`
+	// GetSlices is the slices the timed Gets of each engine are taken
+	// in, in turn; 0 in the runs saved before (all at once, one engine
+	// after the other).
+	GetSlices int    `json:"get_slices,omitempty"`
+	Cold      string `json:"cold"` // the method, resolved
 }
 
 // shortConfig is -short's run: a smoke test that runs every step.
 func shortConfig() config {
-	return config{Keys: 20_000, Rounds: 1, GetDur: 200 * time.Millisecond, CLIRuns: 3, ReopenRuns: 3}
+	return config{Keys: 20_000, Rounds: 1, GetDur: 200 * time.Millisecond, CLIRuns: 3, ReopenRuns: 3, GetSlices: 4}
 }
 
 func main() {
@@ -81,6 +90,7 @@ func main() {
 	flag.IntVar(&c.Keys, "keys", 1_000_000, "keys in the data set")
 	flag.IntVar(&c.Rounds, "rounds", 3, "rounds of measurements")
 	flag.DurationVar(&c.GetDur, "get-dur", 2*time.Second, "how long the timed random Gets run (after a warm-up of half that)")
+	flag.IntVar(&c.GetSlices, "get-slices", 10, "slices the timed Gets of each engine are taken in, the engines in turn")
 	flag.IntVar(&c.CLIRuns, "cli-runs", 5, "one-shot processes per command and round (the round's figure is their median)")
 	flag.IntVar(&c.ReopenRuns, "reopen-runs", 5, "warm reopens per engine and round, each after its own warm-up (the round's figures are their medians)")
 	short := flag.Bool("short", false, "a smoke test: 20k keys, 1 round, 0.2 s of Gets, 3 one-shot and 3 reopen runs")
@@ -342,22 +352,8 @@ func (r *runner) round(round int) error {
 		res.set(round, e, "heap.open.perkey", at("open.heap")/float64(r.c.Keys))
 		res.set(round, e, "get.warm.first.s", at("get1.s"))
 	}
-	for _, e := range order {
-		if err := r.warm(e); err != nil {
-			return err
-		}
-		m, err := r.child(task{Name: "read", Engine: e, Dir: r.dir(e), Keys: r.c.Keys, GetDur: r.c.GetDur})
-		if err != nil {
-			return err
-		}
-		res.set(round, e, "get.warm.ops", m["get.ops"])
-		if v, ok := m["getowned.ops"]; ok {
-			res.set(round, e, "get.warm.owned.ops", v)
-		}
-		res.set(round, e, "scan.warm.kps", m["scan.kps"])
-		res.set(round, e, "scanview.warm.kps", m["scanview.kps"])
-		res.set(round, e, "heap.steady.perkey", m["heap"]/float64(r.c.Keys))
-		r.progress("round %d: %s: read: %v", round+1, e, m)
+	if err := r.reads(round, order); err != nil {
+		return err
 	}
 	if err := r.oneshots(round, order); err != nil {
 		return err
@@ -374,6 +370,123 @@ func (r *runner) round(round int) error {
 		res.set(round, e, "get.cold.first.read", m["get1.read"])
 		res.set(round, e, "get.cold.first.pages", max(m["get1.majflt"], math.Ceil(m["get1.read"]/4096)))
 		r.progress("round %d: %s: reopen, cold: %v", round+1, e, m)
+	}
+	return nil
+}
+
+// reader is a read child that serves slices of timed Gets (serveSlices).
+type reader struct {
+	e    string
+	cmd  *exec.Cmd
+	in   io.WriteCloser
+	out  *bufio.Reader
+	done bool // waited for
+	// gets and secs add up the slices of each kind: "get" and "owned".
+	gets, secs map[string]float64
+}
+
+// ask has rd run a slice of Gets of kind for d and adds up its answer.
+func (rd *reader) ask(kind string, d time.Duration) error {
+	if _, err := fmt.Fprintf(rd.in, "%s %d\n", kind, d.Nanoseconds()); err != nil {
+		return fmt.Errorf("read on %s: %w", rd.e, err)
+	}
+	line, err := rd.out.ReadString('\n')
+	var gets, secs float64
+	if err == nil {
+		_, err = fmt.Sscanf(line, "%g %g\n", &gets, &secs)
+	}
+	if err != nil || secs <= 0 {
+		return fmt.Errorf("read on %s: answer %q to a slice of %s: %v", rd.e, line, kind, err)
+	}
+	rd.gets[kind] += gets
+	rd.secs[kind] += secs
+	return nil
+}
+
+// reads runs the read step: a read child per engine, each started
+// after its engine's files are warmed and waited for until its untimed
+// warm-up is done; then -get-slices slices of timed Gets from each in
+// turn (rotated by slice), GetDur ÷ slices each; then kv's owned Gets,
+// in slices too; then each child in turn scans and reports its heap.
+// An engine's Gets per second are its Gets over its slices' time.
+func (r *runner) reads(round int, order []string) (err error) {
+	var readers []*reader
+	defer func() {
+		for _, rd := range readers {
+			if !rd.done {
+				rd.cmd.Process.Kill()
+				rd.cmd.Wait()
+			}
+		}
+	}()
+	for _, e := range order {
+		if err := r.warm(e); err != nil {
+			return err
+		}
+		b, err := json.Marshal(task{Name: "read", Engine: e, Dir: r.dir(e), Keys: r.c.Keys, GetDur: r.c.GetDur, Slices: true})
+		if err != nil {
+			return err
+		}
+		rd := &reader{e: e, cmd: exec.Command(r.exe, "-child", string(b)), gets: map[string]float64{}, secs: map[string]float64{}}
+		rd.cmd.Stderr = os.Stderr
+		if rd.in, err = rd.cmd.StdinPipe(); err != nil {
+			return err
+		}
+		out, err := rd.cmd.StdoutPipe()
+		if err != nil {
+			return err
+		}
+		rd.out = bufio.NewReader(out)
+		if err := rd.cmd.Start(); err != nil {
+			return err
+		}
+		readers = append(readers, rd)
+		if line, err := rd.out.ReadString('\n'); line != "ready\n" {
+			return fmt.Errorf("read on %s: %q before its slices, not ready: %v", e, line, err)
+		}
+	}
+	n := max(r.c.GetSlices, 1)
+	slice := r.c.GetDur / time.Duration(n)
+	for i := range n {
+		for j := range readers {
+			if err := readers[(i+j)%len(readers)].ask("get", slice); err != nil {
+				return err
+			}
+		}
+	}
+	res := r.s.Results
+	for _, rd := range readers {
+		if rd.e == "kv" {
+			for range n {
+				if err := rd.ask("owned", slice); err != nil {
+					return err
+				}
+			}
+		}
+		rd.in.Close()
+		rest, err := io.ReadAll(rd.out)
+		werr := rd.cmd.Wait()
+		rd.done = true
+		if werr != nil {
+			return fmt.Errorf("read on %s: %w", rd.e, werr)
+		}
+		if err != nil {
+			return fmt.Errorf("read on %s: %w", rd.e, err)
+		}
+		var m metrics
+		if err := json.Unmarshal(rest, &m); err != nil {
+			return fmt.Errorf("read on %s: child output %q: %w", rd.e, rest, err)
+		}
+		m["get.ops"] = rd.gets["get"] / rd.secs["get"]
+		res.set(round, rd.e, "get.warm.ops", m["get.ops"])
+		if rd.secs["owned"] > 0 {
+			m["getowned.ops"] = rd.gets["owned"] / rd.secs["owned"]
+			res.set(round, rd.e, "get.warm.owned.ops", m["getowned.ops"])
+		}
+		res.set(round, rd.e, "scan.warm.kps", m["scan.kps"])
+		res.set(round, rd.e, "scanview.warm.kps", m["scanview.kps"])
+		res.set(round, rd.e, "heap.steady.perkey", m["heap"]/float64(r.c.Keys))
+		r.progress("round %d: %s: read: %v", round+1, rd.e, m)
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -47,8 +48,13 @@ func TestShort(t *testing.T) {
 	if err := checkReport(text); err != nil {
 		t.Fatalf("the report of a whole run fails its check: %v", err)
 	}
-	if want := fmt.Sprintf("%d warm reopens per engine and round", c.ReopenRuns); !strings.Contains(text, want) {
-		t.Errorf("the report does not say %q", want)
+	for _, want := range []string{
+		fmt.Sprintf("%d warm reopens per engine and round", c.ReopenRuns),
+		fmt.Sprintf("in %d slices, the engines in turn", c.GetSlices),
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the report does not say %q", want)
+		}
 	}
 	for _, row := range rows {
 		if n := strings.Count(text, "| "+row.id+" |"); n != 2 {
@@ -217,4 +223,32 @@ func runChildQuiet(t *testing.T, arg string) error {
 	os.Stdout = null
 	defer func() { os.Stdout = stdout }()
 	return runChild(arg)
+}
+
+// TestServeSlices shows a read child answering its parent's slices, and
+// failing on a request it cannot serve rather than answering it wrong.
+func TestServeSlices(t *testing.T) {
+	calls := 0
+	get := func([]byte) ([]byte, error) { calls++; return nil, nil }
+	gets := func(fn func([]byte) ([]byte, error), d time.Duration) (int, error) {
+		fn(nil)
+		return int(d), nil // as many Gets as nanoseconds asked, to tell the answers apart
+	}
+	var out bytes.Buffer
+	if err := serveSlices(strings.NewReader("get 7\nowned 9\n"), &out, get, get, gets); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(out.String(), "\n")
+	if len(lines) != 4 || lines[0] != "ready" || !strings.HasPrefix(lines[1], "7 ") || !strings.HasPrefix(lines[2], "9 ") || calls != 2 {
+		t.Errorf("answers %q after %d Gets, want ready, 7 and 9 Gets after 2", out.String(), calls)
+	}
+	for _, bad := range []string{"get\n", "get x\n", "get 0\n", "scan 5\n", "owned 5\n"} {
+		owned := get
+		if bad == "owned 5\n" {
+			owned = nil // not kv
+		}
+		if err := serveSlices(strings.NewReader(bad), io.Discard, get, owned, gets); err == nil {
+			t.Errorf("request %q was served", bad)
+		}
+	}
 }

@@ -117,7 +117,11 @@ func report(w io.Writer, s saved) {
 	if c.ReopenRuns > 0 {
 		reopens = fmt.Sprintf("; %d warm reopens per engine and round", c.ReopenRuns)
 	}
-	fmt.Fprintf(w, "- rounds: %d; random Gets %v after %v of warm-up; %d one-shot runs per process kind and round%s\n", c.Rounds, c.GetDur, c.GetDur/2, c.CLIRuns, reopens)
+	sliced := ""
+	if c.GetSlices > 0 {
+		sliced = fmt.Sprintf(" (in %d slices, the engines in turn)", c.GetSlices)
+	}
+	fmt.Fprintf(w, "- rounds: %d; random Gets %v%s after %v of warm-up; %d one-shot runs per process kind and round%s\n", c.Rounds, c.GetDur, sliced, c.GetDur/2, c.CLIRuns, reopens)
 	if len(s.Load) > 0 {
 		fmt.Fprintf(w, "- load: the machine's 1-minute load average before each step: %s on %d steps\n", spread(s.Load, func(x float64) string { return fmt.Sprintf("%.1f", x) }), len(s.Load))
 	}
