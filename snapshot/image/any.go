@@ -160,7 +160,7 @@ func ReadAny(fsys vfs.FS, name string, meta func(snapshot.Meta) error, lease fun
 func OpenAny(fsys vfs.FS, name string, meta func(snapshot.Meta) error, lease func(*record.Lease) error, entry func(*record.Entry) error) (*Reader, error) {
 	// One mapping of the file serves the look at its version and, for an
 	// image, the reader.
-	m, err := vfs.MapFile(fsys, name)
+	m, err := mapRandom(fsys, name)
 	if err != nil {
 		return nil, err
 	}

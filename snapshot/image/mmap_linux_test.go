@@ -1,0 +1,62 @@
+package image
+
+import (
+	"os"
+	"testing"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/kvstore/kv/vfs"
+)
+
+// TestOpenColdReadsFewPages opens an image whose pages are out of the
+// page cache and counts the pages the open brought in: the few it reads
+// (the first page, the footer, the page checksum table, the leases), not
+// the kernel's read-around of the first one it touches, a read-ahead
+// window (128 KiB on most disks, 8 MiB on the bench machine's), which
+// the mapping's advice must forbid before any byte of it is read.
+func TestOpenColdReadsFewPages(t *testing.T) {
+	c := makeContent(60_000, func(int) int { return 100 }, false)
+	name := osFile(t, c.encode(t))
+	// drop syncs the file and drops its pages from the page cache: clean
+	// pages that no mapping maps, DONTNEED drops.
+	drop := func() {
+		f, err := os.OpenFile(name, os.O_RDWR, 0)
+		must(t, err)
+		defer f.Close()
+		must(t, f.Sync())
+		must(t, unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED))
+	}
+
+	for _, open := range []struct {
+		name string
+		open func() (*Reader, error)
+	}{
+		{"Open", func() (*Reader, error) { return Open(vfs.OS, name) }},
+		{"OpenAny", func() (*Reader, error) { return OpenAny(vfs.OS, name, nil, nil, nil) }},
+	} {
+		t.Run(open.name, func(t *testing.T) {
+			drop()
+			r, err := open.open()
+			must(t, err)
+			defer r.Close()
+			b := r.m.Bytes()
+			vec := make([]byte, (len(b)+PageSize-1)/PageSize)
+			if _, _, e := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(unsafe.SliceData(b))), uintptr(len(b)), uintptr(unsafe.Pointer(&vec[0]))); e != 0 {
+				t.Fatalf("mincore: %v", e)
+			}
+			resident := 0
+			for _, v := range vec {
+				resident += int(v & 1)
+			}
+			if resident == len(vec) {
+				t.Skip("every page resident after FADV_DONTNEED: this file system keeps its pages (tmpfs?)")
+			}
+			t.Logf("%d of %d pages resident after the open", resident, len(vec))
+			if resident > 8 {
+				t.Errorf("the open brought %d of the image's %d pages into the page cache, want 8 at most", resident, len(vec))
+			}
+		})
+	}
+}
