@@ -42,7 +42,10 @@ func TestOpenColdReadsFewPages(t *testing.T) {
 			must(t, err)
 			defer r.Close()
 			b := r.m.Bytes()
-			vec := make([]byte, (len(b)+PageSize-1)/PageSize)
+			// One byte a page of the OS's size, which need not be the
+			// image's.
+			pg := os.Getpagesize()
+			vec := make([]byte, (len(b)+pg-1)/pg)
 			if _, _, e := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(unsafe.SliceData(b))), uintptr(len(b)), uintptr(unsafe.Pointer(&vec[0]))); e != 0 {
 				t.Fatalf("mincore: %v", e)
 			}

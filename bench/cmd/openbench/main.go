@@ -316,7 +316,7 @@ func (r *runner) round(round int) error {
 		order = append(order[1:], order[0])
 	}
 	res := r.s.Results
-	// A warm reopen takes about a tenth of a millisecond of kv's: one
+	// kv's warm reopen takes about a tenth of a millisecond: one
 	// process's figure is at the mercy of a timer tick or another
 	// process, so the round's is the median of several, each right
 	// after its own warm-up (as the step has always run), the engines
@@ -409,7 +409,7 @@ func (rd *reader) ask(kind string, d time.Duration) error {
 // turn (rotated by slice), GetDur ÷ slices each; then kv's owned Gets,
 // in slices too; then each child in turn scans and reports its heap.
 // An engine's Gets per second are its Gets over its slices' time.
-func (r *runner) reads(round int, order []string) (err error) {
+func (r *runner) reads(round int, order []string) error {
 	var readers []*reader
 	defer func() {
 		for _, rd := range readers {
