@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/kvstore/kv/internal/corrupt"
+	"github.com/kvstore/kv/internal/lockfile"
 	"github.com/kvstore/kv/internal/variant"
 	"github.com/kvstore/kv/layered"
 	"github.com/kvstore/kv/record"
@@ -588,8 +589,7 @@ func createEmptyDir(fsys vfs.FS, dir string, mode os.FileMode) (vfs.File, error)
 	name := path.Join(dir, LockName)
 	lock, err := fsys.Lock(name, true)
 	if errors.Is(err, vfs.ErrLocked) {
-		s := &Store{fs: fsys}
-		return nil, &LockedError{Dir: dir, PID: s.holderPID(name)}
+		return nil, &LockedError{Dir: dir, PID: lockfile.Holder(fsys, name)}
 	}
 	if err != nil {
 		return nil, err

@@ -296,13 +296,3 @@ func TestAwaitNext(t *testing.T) {
 		t.Errorf("got %v with nothing queued", r)
 	}
 }
-
-// TestLockPID checks the pid line an open writes into LOCK against the
-// format it replaced: ten columns, left-aligned, then a newline.
-func TestLockPID(t *testing.T) {
-	for _, pid := range []int{0, 1, 42, 99999, 4194304, 999999999, 1234567890, 12345678901} {
-		if got, want := string(lockPID(pid)), fmt.Sprintf("%-10d\n", pid); got != want {
-			t.Errorf("lockPID(%d) = %q, want %q", pid, got, want)
-		}
-	}
-}

@@ -10,12 +10,11 @@ import (
 	"log/slog"
 	"os"
 	"path"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/kvstore/kv/internal/lockfile"
 	"github.com/kvstore/kv/recovery"
 	"github.com/kvstore/kv/snapshot/image"
 	"github.com/kvstore/kv/vfs"
@@ -209,7 +208,7 @@ func (s *Store) takeLock(ctx context.Context) error {
 		if !errors.Is(err, vfs.ErrLocked) {
 			return err
 		}
-		lerr := &LockedError{Dir: s.dir, PID: s.holderPID(name)}
+		lerr := &LockedError{Dir: s.dir, PID: lockfile.Holder(s.fs, name)}
 		if !s.opts.WaitForLock {
 			return lerr
 		}
@@ -233,7 +232,7 @@ func (s *Store) namePID(f vfs.File) {
 	// OS names the holder, LOCK is left as it is when already empty.
 	var pid []byte
 	if !vfs.NamesLockHolders(s.fs) {
-		pid = lockPID(os.Getpid())
+		pid = lockfile.PIDLine(os.Getpid())
 	}
 	// The pid's width is fixed, so that it overwrites the pid an earlier
 	// open wrote, in place: a truncate (and the write after it) cost a
@@ -244,32 +243,6 @@ func (s *Store) namePID(f vfs.File) {
 	if pid != nil {
 		f.WriteAt(pid, 0)
 	}
-}
-
-// lockPID is what an open writes into LOCK: pid, left-aligned in ten
-// columns padded with spaces, and a newline (fmt's "%-10d\n", without
-// fmt's printer on the path of every open).
-func lockPID(pid int) []byte {
-	b := strconv.AppendInt(make([]byte, 0, 11), int64(pid), 10)
-	for len(b) < 10 {
-		b = append(b, ' ')
-	}
-	return append(b, '\n')
-}
-
-// holderPID names the process that holds the lock on name, LOCK: from
-// the operating system's table of locks where it has one, else from the
-// pid the holder wrote; 0 when neither tells.
-func (s *Store) holderPID(name string) int {
-	if vfs.NamesLockHolders(s.fs) {
-		return vfs.LockHolder(s.fs, name)
-	}
-	b, err := vfs.ReadFile(s.fs, name)
-	if err != nil {
-		return 0
-	}
-	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-	return pid
 }
 
 func (s *Store) unlock() {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kvstore/kv/internal/lockfile"
 	"github.com/kvstore/kv/internal/opmodel"
 	"github.com/kvstore/kv/kv"
 	"github.com/kvstore/kv/recovery"
@@ -157,7 +158,11 @@ func lockForRepair(dir string, wait time.Duration) (vfs.File, error) {
 		case !errors.Is(err, vfs.ErrLocked):
 			return nil, err
 		case time.Now().After(deadline):
-			msg := fmt.Sprintf("%s is open in another process; close it before repairing", dir)
+			who := "another process"
+			if pid := lockfile.Holder(vfs.OS, path.Join(dir, kv.LockName)); pid > 0 {
+				who = fmt.Sprintf("process %d", pid)
+			}
+			msg := fmt.Sprintf("%s is open in %s; close it before repairing", dir, who)
 			if wait > 0 {
 				msg = fmt.Sprintf("gave up after --wait %v: %s", wait, msg)
 			} else {
