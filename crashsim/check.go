@@ -149,8 +149,13 @@ type checker struct {
 	cfg  Config
 	opts kv.Options
 	rng  *rand.Rand
-	// cache holds the recovery of each state (by content hash).
+	// cache holds the recovery of each state (by content hash). Its
+	// dumps are interned in dumps, one string per distinct map: most of
+	// the many thousands of states a workload has recover to one of the
+	// few maps its operations pass through, and a cache of a dump per
+	// state would grow with the states (to 600 MB in the image workload).
 	cache map[uint64]outcome
+	dumps map[string]string
 	ref   *reference // the operations' outcomes and the maps after them
 	want  string     // for recovery-only workloads
 	rev0  record.Revision
@@ -200,7 +205,13 @@ func (c *checker) recoverState(s State) (out outcome) {
 	if err != nil {
 		return outcome{err: err}
 	}
-	out = outcome{dump: dump(st), rev: st.Revision()}
+	d := dump(st)
+	if in, ok := c.dumps[d]; ok {
+		d = in
+	} else {
+		c.dumps[d] = d
+	}
+	out = outcome{dump: d, rev: st.Revision()}
 	if err := st.Close(); err != nil {
 		out.err = err
 	}
@@ -223,7 +234,7 @@ func Check(w Workload, cfg Config) (*Report, error) {
 		cfg.Pessimistic = 4
 	}
 	c := &checker{w: w, cfg: cfg, opts: w.Options, rng: rand.New(rand.NewPCG(cfg.Seed, 0x6b76)),
-		cache: map[uint64]outcome{}, nestedT: map[uint64]bool{}, inherit: map[uint64]*inherited{},
+		cache: map[uint64]outcome{}, dumps: map[string]string{}, nestedT: map[uint64]bool{}, inherit: map[uint64]*inherited{},
 		report: &Report{Workload: w.Name, Bug: cfg.Bug, Counts: map[string]int{}}}
 
 	// What a recovery without a crash gives.
@@ -562,7 +573,7 @@ func (c *checker) nested(mr *ModelReport, s State) {
 		first(&Bad{Model: "nested recovery", Nested: "a crash state", Reason: fmt.Sprintf("a second recovery changed the map (%v)", again.err)})
 	}
 	events := rec.Events()
-	inner := &checker{w: Workload{Dir: c.w.Dir, Initial: s}, cfg: c.cfg, opts: c.opts, rng: c.rng, cache: c.cache,
+	inner := &checker{w: Workload{Dir: c.w.Dir, Initial: s}, cfg: c.cfg, opts: c.opts, rng: c.rng, cache: c.cache, dumps: c.dumps,
 		want: want.dump, report: c.report, nestedT: c.nestedT, start: start, outer: c, inherit: c.inherit}
 	for _, model := range []Model{Process, Machine, Pessimistic} {
 		sub := &ModelReport{Model: model}
