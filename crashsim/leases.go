@@ -460,9 +460,14 @@ func leaseProgram(steps []LeaseStep) Program {
 }
 
 // waitRevision waits until the store's revision is rev: the expiries its
-// timer commits. A store that does not get there in 10 s fails.
+// timer commits. A store that has failed (the trace of a failing sync
+// fails the timer's commit) will never get there: its failure is the
+// answer at once. One that does not get there in 10 s fails.
 func waitRevision(s *kv.Store, rev kv.Revision) error {
 	for start := time.Now(); s.Revision() < rev; time.Sleep(100 * time.Microsecond) {
+		if err := s.Err(); err != nil {
+			return err
+		}
 		if time.Since(start) > 10*time.Second {
 			return fmt.Errorf("the store is at revision %d, 10 s after its clock passed deadlines that take it to %d", s.Revision(), rev)
 		}
