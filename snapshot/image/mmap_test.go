@@ -81,7 +81,12 @@ func TestReadFaultInjected(t *testing.T) {
 // unmapped. Were an entry's bytes a slice of a mapping (try decode
 // without its copy), reading them then would fault: the test would crash
 // or see wrong bytes.
+//
+// Its work and memory are bounded by counts: each reader gets at most
+// swapQuota entries (and keeps them all), and a swap waits for 20 more
+// reads only while some reader still has quota left.
 func TestSwapUnderReaders(t *testing.T) {
+	const swapQuota = 20000
 	c := makeContent(2000, func(i int) int { return i % 50 }, false)
 	img := c.encode(t)
 	dir := t.TempDir()
@@ -93,13 +98,15 @@ func TestSwapUnderReaders(t *testing.T) {
 	var wg sync.WaitGroup
 	held := make([][]record.Entry, 4)
 	stop := make(chan struct{})
-	var reads atomic.Int64 // entries the readers got
+	var reads atomic.Int64    // entries the readers got
+	var finished atomic.Int64 // readers whose quota is spent
 	for g := range held {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer finished.Add(1)
 			rng := rand.New(rand.NewPCG(uint64(g), 1))
-			for n := 0; ; n++ {
+			for n := 0; len(held[g]) < swapQuota; n++ {
 				select {
 				case <-stop:
 					return
@@ -119,7 +126,7 @@ func TestSwapUnderReaders(t *testing.T) {
 						held[g][len(held[g])-1].Key = bytes.Clone(e.Key)
 						held[g][len(held[g])-1].Value = bytes.Clone(e.Value)
 						reads.Add(1)
-						if rng.IntN(100) == 0 {
+						if rng.IntN(100) == 0 || len(held[g]) == swapQuota {
 							break
 						}
 					}
@@ -143,7 +150,7 @@ func TestSwapUnderReaders(t *testing.T) {
 		// Each image serves some reads before it is swapped out: an
 		// open takes microseconds, less than a reader's first turn.
 		deadline := time.Now().Add(10 * time.Second)
-		for seen := reads.Load(); reads.Load() < seen+20; {
+		for seen := reads.Load(); reads.Load() < seen+20 && finished.Load() < int64(len(held)); {
 			if time.Now().After(deadline) {
 				t.Fatalf("swap %d: the readers got nothing for 10 s", i)
 			}
