@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -598,7 +599,12 @@ func modelAt(t testing.TB, recs []committed, rev kv.Revision) []fullEntry {
 
 // midWrite runs writers on a store while a goroutine takes backups, and
 // returns the acknowledged writes in revision order and the backups.
+// Each of the six writers makes midWriteOps writes (or fewer, if the
+// backups are done first), and the backups are spread over them by
+// count: backup b is taken once the writers have committed b+1 shares of
+// the writes, so the run's size does not depend on the machine's speed.
 func midWrite(t *testing.T, fsys vfs.FS, backups int) ([]committed, [][]byte) {
+	const writers, midWriteOps = 6, 1000
 	s, err := kv.Open("/d", &kv.Options{FS: fsys, SegmentSize: 16 << 10, CheckpointBytes: 64 << 10})
 	if err != nil {
 		t.Fatal(err)
@@ -613,12 +619,16 @@ func midWrite(t *testing.T, fsys vfs.FS, backups int) ([]committed, [][]byte) {
 	}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	for w := range 6 {
+	var tried, running atomic.Int64
+	running.Store(writers)
+	for w := range writers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer running.Add(-1)
 			rng := rand.New(rand.NewPCG(uint64(w), 7))
-			for i := 0; ; i++ {
+			for i := range midWriteOps {
+				tried.Add(1)
 				select {
 				case <-stop:
 					return
@@ -655,8 +665,10 @@ func midWrite(t *testing.T, fsys vfs.FS, backups int) ([]committed, [][]byte) {
 		}()
 	}
 	var out [][]byte
-	for range backups {
-		time.Sleep(2 * time.Millisecond)
+	for b := range backups {
+		for tried.Load() < int64((b+1)*writers*midWriteOps/(backups+1)) && running.Load() > 0 {
+			time.Sleep(100 * time.Microsecond)
+		}
 		var buf bytes.Buffer
 		if _, err := s.Backup(&buf); err != nil {
 			t.Fatal(err)

@@ -163,13 +163,16 @@ func TestSyncedClaimsConcurrent(t *testing.T) {
 			}
 		}()
 	}
+	// The other calls loop until the appenders are done, each at most
+	// limit times: what the log records stays bounded however long a
+	// loaded machine takes over the appends.
 	stop := make(chan struct{})
 	var bg sync.WaitGroup
-	loop := func(f func() error) {
+	loop := func(limit int, f func() error) {
 		bg.Add(1)
 		go func() {
 			defer bg.Done()
-			for {
+			for range limit {
 				select {
 				case <-stop:
 					return
@@ -182,9 +185,9 @@ func TestSyncedClaimsConcurrent(t *testing.T) {
 			}
 		}()
 	}
-	loop(w.Sync)
-	loop(func() error { time.Sleep(100 * time.Microsecond); return w.Mark() })
-	loop(func() error { time.Sleep(10 * time.Millisecond); _, err := w.Rotate(); return err })
+	loop(4*appenders*appends, w.Sync)
+	loop(4*appenders*appends, func() error { time.Sleep(100 * time.Microsecond); return w.Mark() })
+	loop(100, func() error { time.Sleep(10 * time.Millisecond); _, err := w.Rotate(); return err })
 	wg.Wait()
 	close(stop)
 	bg.Wait()
