@@ -149,7 +149,10 @@ func TestWatchEvents(t *testing.T) {
 	c := collectWatch(t, func(ctx context.Context) iter.Seq2[kv.Event, error] {
 		return s.Watch(ctx, []byte("w/"), 0, kv.WithPrev())
 	})
-	time.Sleep(10 * time.Millisecond) // the watch starts from the next revision: let it start
+	// The watch starts from the next revision once its goroutine has
+	// joined the history: wait for that (up to 20 s), not for a time a
+	// loaded machine may not give it.
+	eventually(t, func() bool { return s.Stats().Watchers == 1 })
 	watchOps(t, s)
 	if diff := cmp.Diff(wantWatchOps, c.take(t, len(wantWatchOps))); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)

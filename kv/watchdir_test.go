@@ -129,15 +129,25 @@ func TestWatchDirFromNow(t *testing.T) {
 	c := collectWatch(t, func(ctx context.Context) iter.Seq2[kv.Event, error] {
 		return kv.WatchDir(ctx, "/data", &kv.Options{FS: fsys}, nil, 0)
 	})
-	// Write until the watch has seen a write: it started somewhere.
+	// Write until the watch has seen a write: it started somewhere. The
+	// writes are bounded by a count, not by how long the watch takes to
+	// start: each waits for an event twice as long as the one before,
+	// from 1 ms up to 1 s, and after fromNowPuts writes (about 30 s of
+	// waiting in all) the test fails.
+	const fromNowPuts = 40
 	var first ev
+	wait := time.Millisecond
 	for i := 0; ; i++ {
+		if i == fromNowPuts {
+			t.Fatalf("a watch from now yielded none of %d writes", i)
+		}
 		if _, err := s.Put([]byte(fmt.Sprint("new", i)), []byte("v")); err != nil {
 			t.Fatal(err)
 		}
 		select {
 		case first = <-c.events:
-		case <-time.After(time.Millisecond):
+		case <-time.After(wait):
+			wait = min(2*wait, time.Second)
 			continue
 		}
 		break

@@ -69,23 +69,58 @@ func TestWatchAcrossWriters(t *testing.T) {
 	kvRun("checkpoint")
 
 	// A writer killed mid-load: what it made durable is watched, what it
-	// did not is never printed (its recovery may cut it).
-	load := exec.Command(bin, dir, "load")
+	// did not is never printed (its recovery may cut it). The kill comes
+	// on a count, not after a time a loaded machine may spend starting
+	// the load: once it has acknowledged loadAcks operations as durable
+	// (--ack). What it is fed is bounded too, at loadPairs adds and puts,
+	// and it cannot get through them: once the test stops reading its
+	// acks, it commits at most a pipe's worth of acks and its window
+	// more before it waits.
+	const loadAcks, loadPairs = 200, 100_000
+	load := exec.Command(bin, dir, "load", "--ack")
 	in, err := load.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	acks, err := load.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := load.Start(); err != nil {
 		t.Fatal(err)
 	}
+	defer load.Process.Kill()
 	go func() {
-		for i := 0; ; i++ {
+		for i := range loadPairs {
 			if _, err := fmt.Fprintf(in, "add c 1\nput l%d v%d\n", i%50, i); err != nil {
 				return
 			}
 		}
 	}()
-	time.Sleep(300 * time.Millisecond)
+	acked := make(chan error, 1)
+	go func() {
+		sc := bufio.NewScanner(acks)
+		for sc.Scan() {
+			var n int
+			if _, err := fmt.Sscanf(sc.Text(), "ack %d", &n); err != nil {
+				acked <- fmt.Errorf("load printed %q", sc.Text())
+				return
+			}
+			if n >= loadAcks {
+				acked <- nil
+				return
+			}
+		}
+		acked <- fmt.Errorf("load ended before its ack %d (%v)", loadAcks, sc.Err())
+	}()
+	select {
+	case err := <-acked:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("load acknowledged fewer than %d operations in 30 s", loadAcks)
+	}
 	load.Process.Signal(syscall.SIGKILL)
 	load.Wait()
 	in.Close()

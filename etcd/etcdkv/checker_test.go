@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/anishathalye/porcupine"
 
@@ -141,7 +140,7 @@ func TestCheckerCatches(t *testing.T) {
 		{"lost puts", func(db kvapi.KV) kvapi.KV { return &lostPut{KV: db} }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rec := runLinearizability(t, linConfig{clients: 3, duration: 2 * time.Second, wrap: tc.wrap})
+			rec := runLinearizability(t, linConfig{clients: 3, phaseOps: 600, wrap: tc.wrap})
 			err := checkHistory(rec, false)
 			if err == nil {
 				t.Fatalf("the check passed %d operations of a wrong client (%v)", len(rec.ops), rec.stats)

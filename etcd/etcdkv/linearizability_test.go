@@ -130,16 +130,70 @@ func linDo(db kvapi.KV, in linInput) (out linOutput, ok bool, err error) {
 
 var linKeys = []string{"k0", "k1", "k2"}
 
-// linClient runs random operations until stop is closed.
-func linClient(db kvapi.KV, r *linRecorder, client int, seed uint64, stop <-chan struct{}) error {
+// faultRun paces the clients of a run with faults by counts, not by the
+// clock: each phase of the run allows them a number of operations more
+// (allow), and a client waits, keeping nothing, while the operations
+// completed (acknowledged, failed or of unknown outcome) have reached
+// what is allowed, until the next phase or the end of the run (end).
+// What they do in all is so bounded by the phases' counts, plus one
+// operation in flight per client, however long a phase lasts.
+type faultRun struct {
+	done    atomic.Int64 // operations completed
+	allowed atomic.Int64 // operations allowed so far
+	stop    chan struct{}
+	once    sync.Once
+}
+
+func newFaultRun() *faultRun { return &faultRun{stop: make(chan struct{})} }
+
+// more waits until a client may start another operation, and reports
+// false once the run has ended.
+func (r *faultRun) more() bool {
+	for r.done.Load() >= r.allowed.Load() {
+		select {
+		case <-r.stop:
+			return false
+		case <-time.After(time.Millisecond):
+		}
+	}
+	select {
+	case <-r.stop:
+		return false
+	default:
+		return true
+	}
+}
+
+// allow lets the clients complete n operations more, from those
+// completed now, and returns the count they reach then.
+func (r *faultRun) allow(n int) int64 {
+	target := r.done.Load() + int64(n)
+	r.allowed.Store(target)
+	return target
+}
+
+// end stops the clients after the operations they are in.
+func (r *faultRun) end() { r.once.Do(func() { close(r.stop) }) }
+
+// waitOps allows n operations more and waits until the clients have
+// completed them, a minute at most.
+func (r *faultRun) waitOps(t *testing.T, n int, phase string) {
+	t.Helper()
+	target := r.allow(n)
+	deadline := time.Now().Add(time.Minute)
+	for r.done.Load() < target {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %d of %d operations in a minute", phase, int64(n)-(target-r.done.Load()), n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// linClient runs random operations until run ends.
+func linClient(db kvapi.KV, r *linRecorder, client int, seed uint64, run *faultRun) error {
 	rng := rand.New(rand.NewPCG(seed, uint64(client)))
 	last := map[string]linOutput{}
-	for i := 0; ; i++ {
-		select {
-		case <-stop:
-			return nil
-		default:
-		}
+	for i := 0; run.more(); i++ {
 		key := linKeys[rng.IntN(len(linKeys))]
 		in := linInput{key: key, value: strconv.Itoa(client*1_000_000 + i*10)}
 		if rng.IntN(8) == 0 {
@@ -162,6 +216,7 @@ func linClient(db kvapi.KV, r *linRecorder, client int, seed uint64, stop <-chan
 		call := r.clock.now()
 		out, ok, err := linDo(db, in)
 		ret := r.clock.now()
+		run.done.Add(1)
 		if err != nil {
 			return err
 		}
@@ -173,6 +228,7 @@ func linClient(db kvapi.KV, r *linRecorder, client int, seed uint64, stop <-chan
 			last[key] = out
 		}
 	}
+	return nil
 }
 
 // fault is what happens to the leader mid-run.
@@ -191,10 +247,14 @@ const (
 func (f fault) String() string { return [...]string{"none", "kill", "stop", "stop a majority with"}[f] }
 
 type linConfig struct {
-	clients  int
-	duration time.Duration
-	faults   []fault // one after another, each the leader of the time
-	wrap     func(kvapi.KV) kvapi.KV
+	clients int
+	// phaseOps is the operations each phase allows the clients, waited
+	// for before the first fault and after each; faultHold is how long
+	// each fault lasts.
+	phaseOps  int
+	faultHold time.Duration
+	faults    []fault // one after another, each the leader of the time
+	wrap      func(kvapi.KV) kvapi.KV
 }
 
 // runLinearizability runs the clients on a fresh 3-member cluster while
@@ -202,30 +262,45 @@ type linConfig struct {
 // paused with SIGSTOP, then restarted on its data or resumed), waits for
 // the cluster to settle, reads every key from a new client, and returns
 // the history.
+//
+// What the clients do is bounded by counts, not by the clock
+// (faultRun): each phase allows them cfg.phaseOps operations. The
+// phases before the first fault and after each end once they are done
+// (a minute at most); a fault lasts cfg.faultHold, a time as the fault
+// is (a paused leader holds its clients' operations until opTimeout, so
+// that few of them end while it lasts). The history, and the check's
+// work on it, are so bounded however fast or slow the machine.
 func runLinearizability(t *testing.T, cfg linConfig) *linRecorder {
 	t.Helper()
 	c := cluster.ForTest(t, memberBin)
 	rec := &linRecorder{}
-	stop := make(chan struct{})
+	phases := 2*len(cfg.faults) + 1
+	run := newFaultRun()
+	dbs := make([]kvapi.KV, cfg.clients)
+	for i := range dbs {
+		dbs[i] = etcdkv.New(cluster.ClientForTest(t, c), nil)
+		if cfg.wrap != nil {
+			dbs[i] = cfg.wrap(dbs[i])
+		}
+	}
 	errc := make(chan error, cfg.clients)
 	var wg sync.WaitGroup
-	for i := range cfg.clients {
-		var db kvapi.KV = etcdkv.New(cluster.ClientForTest(t, c), nil)
-		if cfg.wrap != nil {
-			db = cfg.wrap(db)
-		}
+	// A failure part way stops the clients before their connections and
+	// the cluster go.
+	t.Cleanup(func() { run.end(); wg.Wait() })
+	for i, db := range dbs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := linClient(db, rec, i, uint64(time.Now().UnixNano()), stop); err != nil {
+			if err := linClient(db, rec, i, uint64(time.Now().UnixNano()), run); err != nil {
 				errc <- err
 			}
 		}()
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	// Two minutes for the cluster's own steps, beside each phase's.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(2+phases)*time.Minute)
 	defer cancel()
-	slot := cfg.duration / time.Duration(2*len(cfg.faults)+1)
-	time.Sleep(slot)
+	run.waitOps(t, cfg.phaseOps, "before the faults")
 	for _, f := range cfg.faults {
 		l, err := c.Leader(ctx)
 		if err != nil {
@@ -239,7 +314,8 @@ func runLinearizability(t *testing.T, cfg linConfig) *linRecorder {
 			m.Stop()
 		}
 		t.Logf("%v leader %s", f, m.Name)
-		time.Sleep(slot)
+		run.allow(cfg.phaseOps)
+		time.Sleep(cfg.faultHold)
 		switch f {
 		case killLeader:
 			if err := m.Restart(ctx); err != nil {
@@ -248,9 +324,9 @@ func runLinearizability(t *testing.T, cfg linConfig) *linRecorder {
 		case stopLeader:
 			m.Cont()
 		}
-		time.Sleep(slot)
+		run.waitOps(t, cfg.phaseOps, fmt.Sprintf("after the %v", f))
 	}
-	close(stop)
+	run.end()
 	wg.Wait()
 	close(errc)
 	for err := range errc {
@@ -303,9 +379,10 @@ func checkHistory(rec *linRecorder, visualize bool) error {
 // operations that respects real time. -long runs longer, with more
 // clients and faults.
 func TestLinearizability(t *testing.T) {
-	cfg := linConfig{clients: 4, duration: 8 * time.Second, faults: []fault{killLeader, stopLeader}}
+	cfg := linConfig{clients: 4, phaseOps: 400, faultHold: 1600 * time.Millisecond, faults: []fault{killLeader, stopLeader}}
 	if *long {
-		cfg = linConfig{clients: 8, duration: 90 * time.Second, faults: []fault{killLeader, stopLeader, killLeader, stopLeader, killLeader, stopLeader}}
+		cfg = linConfig{clients: 8, phaseOps: 4000, faultHold: 7 * time.Second,
+			faults: []fault{killLeader, stopLeader, killLeader, stopLeader, killLeader, stopLeader}}
 	}
 	rec := runLinearizability(t, cfg)
 	t.Logf("%d operations: %v", len(rec.ops), rec.stats)

@@ -160,9 +160,13 @@ func TestWatchCheckCatches(t *testing.T) {
 
 // watchFaultConfig is a run of TestWatchLeaderFaults.
 type watchFaultConfig struct {
-	writers  int
-	duration time.Duration
-	faults   []fault
+	writers int
+	// phaseOps is the writes each phase allows the writers, waited for
+	// before the first fault and after each; faultHold is how long each
+	// fault lasts (a majority's pause, at least 4 s).
+	phaseOps  int
+	faultHold time.Duration
+	faults    []fault
 }
 
 // TestWatchLeaderFaults: writers put while the cluster's leader is
@@ -174,13 +178,23 @@ type watchFaultConfig struct {
 // each with the Prev the events before it left, and end in the
 // cluster's state (the shape of etcd-io/etcd#18089, dropped events,
 // checked through failover). -long runs longer, with more faults.
+//
+// What the writers do is bounded by counts, not by the clock (faultRun,
+// as in runLinearizability): each phase allows them cfg.phaseOps
+// writes; the phases before the first fault and after each end once
+// they are done, a fault after cfg.faultHold. The writes, and the
+// events each watch keeps, are so bounded however fast or slow the
+// machine.
 func TestWatchLeaderFaults(t *testing.T) {
-	cfg := watchFaultConfig{writers: 2, duration: 8 * time.Second, faults: []fault{killLeader, stopLeader, stopMajority}}
+	cfg := watchFaultConfig{writers: 2, phaseOps: 150, faultHold: 1200 * time.Millisecond, faults: []fault{killLeader, stopLeader, stopMajority}}
 	if *long {
-		cfg = watchFaultConfig{writers: 4, duration: 60 * time.Second, faults: []fault{killLeader, stopLeader, stopMajority, killLeader, stopLeader, stopMajority}}
+		cfg = watchFaultConfig{writers: 4, phaseOps: 700, faultHold: 5 * time.Second,
+			faults: []fault{killLeader, stopLeader, stopMajority, killLeader, stopLeader, stopMajority}}
 	}
 	c := cluster.ForTest(t, memberBin)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	phases := 2*len(cfg.faults) + 1
+	// Five minutes for the cluster's own steps, beside each phase's.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(5+phases)*time.Minute)
 	defer cancel()
 	all := etcdkv.New(cluster.ClientForTest(t, c), nil)
 	_, start, err := all.Range(ctx, []byte("wf/"), nil, 1)
@@ -235,25 +249,27 @@ func TestWatchLeaderFaults(t *testing.T) {
 	var mu sync.Mutex
 	var writes []watchWrite
 	stats := map[string]int{}
-	stop := make(chan struct{})
+	run := newFaultRun()
+	dbs := make([]*etcdkv.KV, cfg.writers)
+	for i := range dbs {
+		dbs[i] = etcdkv.New(cluster.ClientForTest(t, c), nil)
+	}
 	var wg sync.WaitGroup
-	for i := range cfg.writers {
-		db := etcdkv.New(cluster.ClientForTest(t, c), nil)
+	// A failure part way stops the writers before their connections and
+	// the cluster go.
+	t.Cleanup(func() { run.end(); wg.Wait() })
+	for i, db := range dbs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for j := 0; ; j++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
+			for j := 0; run.more(); j++ {
 				// Keys shared by the writers, so that Prev and Version
 				// chain across writers; values unique to the write.
 				w := watchWrite{key: fmt.Sprintf("wf/k%d", j%5), value: fmt.Sprintf("w%d.%d", i, j)}
 				octx, cancel := context.WithTimeout(ctx, opTimeout)
 				rev, err := kvapi.Put(octx, db, []byte(w.key), []byte(w.value))
 				cancel()
+				run.done.Add(1)
 				mu.Lock()
 				switch {
 				case err == nil:
@@ -269,15 +285,14 @@ func TestWatchLeaderFaults(t *testing.T) {
 			}
 		}()
 	}
-	slot := cfg.duration / time.Duration(2*len(cfg.faults)+1)
-	time.Sleep(slot)
+	run.waitOps(t, cfg.phaseOps, "before the faults")
 	for _, f := range cfg.faults {
 		l, err := c.Leader(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
 		m, other := c.Members[l], c.Members[(l+1)%len(c.Members)]
-		hold := slot
+		hold := cfg.faultHold
 		switch f {
 		case killLeader:
 			m.Kill()
@@ -288,9 +303,10 @@ func TestWatchLeaderFaults(t *testing.T) {
 			other.Stop()
 			// A member ends its streams that require a leader after
 			// three election timeouts without one.
-			hold = max(slot, 4*time.Second)
+			hold = max(hold, 4*time.Second)
 		}
 		t.Logf("%v leader %s", f, m.Name)
+		run.allow(cfg.phaseOps)
 		time.Sleep(hold)
 		switch f {
 		case killLeader:
@@ -303,9 +319,9 @@ func TestWatchLeaderFaults(t *testing.T) {
 			m.Cont()
 			other.Cont()
 		}
-		time.Sleep(slot)
+		run.waitOps(t, cfg.phaseOps, fmt.Sprintf("after the %v", f))
 	}
-	close(stop)
+	run.end()
 	wg.Wait()
 	// Settle: a write through the new leader commits every entry of the
 	// leaders before it, or drops it for good; the watches end at it.
