@@ -335,3 +335,9 @@ func CrashAfter(n int, err error) (rule func(Op) error, crashed func() bool) {
 	}
 	return rule, crashed
 }
+
+// ReadDurableAt passes a durable read on to the file system below
+// (DurableReader); no rule is asked.
+func (i *Inject) ReadDurableAt(name string, p []byte, off int64) (int, error) {
+	return ReadDurableAt(i.FS, name, p, off)
+}

@@ -552,3 +552,25 @@ func (w *memDirWatch) Wait(ctx context.Context) error {
 }
 
 func (w *memDirWatch) Close() error { return nil }
+
+// ReadDurableAt implements DurableReader: it reads the file's durable
+// contents, what CrashClone would keep of it.
+func (m *MemFS) ReadDurableAt(name string, p []byte, off int64) (int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n, err := m.lookup("read", name)
+	if err != nil {
+		return 0, err
+	}
+	if n.isDir {
+		return 0, &os.PathError{Op: "read", Path: name, Err: errors.New("is a directory")}
+	}
+	if off >= int64(len(n.durable)) {
+		return 0, io.EOF
+	}
+	c := copy(p, n.durable[off:])
+	if c < len(p) {
+		return c, io.EOF
+	}
+	return c, nil
+}

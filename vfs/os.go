@@ -364,3 +364,9 @@ func ReadFile(fs FS, name string) ([]byte, error) {
 	}
 	return buf[:n], nil
 }
+
+// ReadDurableAt implements DurableReader: an O_DIRECT read on Linux,
+// ErrNotSupported elsewhere and where the file system refuses O_DIRECT.
+func (osFS) ReadDurableAt(name string, p []byte, off int64) (int, error) {
+	return readDirect(name, p, off)
+}

@@ -2,6 +2,7 @@ package vfs
 
 import (
 	"context"
+	"errors"
 	"io"
 	"os"
 	"time"
@@ -108,4 +109,61 @@ func lockHolder(name string) int {
 	}
 	dev := uint64(st.Dev)
 	return flockHolder(table, unix.Major(dev), unix.Minor(dev), st.Ino)
+}
+
+// directAlign is the alignment of an O_DIRECT read's offset, length and
+// buffer: a page, which is a multiple of every device's logical block.
+const directAlign = 4096
+
+// readDirect reads len(p) bytes of name at off with O_DIRECT: from the
+// device, not the page cache (the kernel writes the range's dirty pages
+// back first). A file system that refuses O_DIRECT (tmpfs refuses the
+// open) gives ErrNotSupported.
+func readDirect(name string, p []byte, off int64) (int, error) {
+	var st unix.Stat_t
+	fd, err := openRegularFD(name, unix.O_RDONLY|unix.O_DIRECT, &st)
+	if err != nil {
+		if errors.Is(err, unix.EINVAL) {
+			return 0, ErrNotSupported
+		}
+		return 0, err
+	}
+	defer unix.Close(fd)
+	start := off &^ (directAlign - 1)
+	end := (off + int64(len(p)) + directAlign - 1) &^ (directAlign - 1)
+	if end <= start {
+		return 0, nil
+	}
+	// An anonymous mapping is page-aligned, as O_DIRECT needs its buffer.
+	buf, err := unix.Mmap(-1, 0, int(end-start), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		return 0, &os.PathError{Op: "mmap", Path: name, Err: err}
+	}
+	defer unix.Munmap(buf)
+	n := 0
+	for n < len(buf) {
+		m, err := unix.Pread(fd, buf[n:], start+int64(n))
+		if err == unix.EINTR {
+			continue
+		}
+		if err == unix.EINVAL && n == 0 {
+			return 0, ErrNotSupported // refused at the read rather than the open
+		}
+		if err != nil {
+			return 0, &os.PathError{Op: "pread (O_DIRECT)", Path: name, Err: err}
+		}
+		n += m
+		if m == 0 || m%directAlign != 0 {
+			break // the end of the file
+		}
+	}
+	skip := off - start
+	if int64(n) <= skip {
+		return 0, io.EOF
+	}
+	c := copy(p, buf[skip:n])
+	if c < len(p) {
+		return c, io.EOF
+	}
+	return c, nil
 }

@@ -43,3 +43,7 @@ func watchDirOS(string) (DirWatch, error) { return pollWatch{}, nil }
 const lockTable = false
 
 func lockHolder(string) int { return 0 }
+
+// readDirect is not asked of the platform here: a reader cannot read
+// past the cache, and says so.
+func readDirect(string, []byte, int64) (int, error) { return 0, ErrNotSupported }

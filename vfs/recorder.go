@@ -341,3 +341,9 @@ func (f *recFile) Preallocate(off, n int64) error {
 	}
 	return nil
 }
+
+// ReadDurableAt passes a durable read on to the file system below
+// (DurableReader); it is a read, and records nothing.
+func (r *Recorder) ReadDurableAt(name string, p []byte, off int64) (int, error) {
+	return ReadDurableAt(r.FS, name, p, off)
+}

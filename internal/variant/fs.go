@@ -167,3 +167,9 @@ func (f *bugFile) Sync() error {
 	}
 	return f.File.Sync()
 }
+
+// ReadDurableAt passes a durable read on to the file system below
+// (vfs.DurableReader).
+func (f *bugFS) ReadDurableAt(name string, p []byte, off int64) (int, error) {
+	return vfs.ReadDurableAt(f.FS, name, p, off)
+}
