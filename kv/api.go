@@ -188,7 +188,20 @@ type Stats struct {
 	// newest segment's last records, which no later record claims
 	// durable yet (see Options.ReadOnly).
 	RecoveryUnvouched int
-	Failed            error // the fail-stop cause, if any
+	// RecoveryUnvouchedWhy says why, when no writer was live: the
+	// fdatasync that failed, or the bytes that did not read back the
+	// same past the page cache. Empty when a writer was live: its last
+	// records show once it marks them durable.
+	RecoveryUnvouchedWhy string
+	// RecoveryVouched counts the records a read-only open, finding no
+	// live writer, made durable itself (a dead writer's last records,
+	// which no later record claimed synced) and shows.
+	RecoveryVouched int
+	// RecoveryWriter is, for a read-only open, the pid of the live writer
+	// it found holding the directory (-1 when the pid cannot be told), 0
+	// when it found none.
+	RecoveryWriter int
+	Failed         error // the fail-stop cause, if any
 
 	// Durability. SyncLatency is the time of each fdatasync of the log
 	// that succeeded (a group's, an interval's tick, a Sync), in
@@ -234,18 +247,21 @@ func (s *Store) Stats() Stats {
 		return Stats{}
 	}
 	st := Stats{
-		Records:           s.stats.records.Load(),
-		Groups:            s.stats.groups.Load(),
-		Syncs:             s.stats.syncs.Load(),
-		BytesLogged:       s.stats.bytes.Load(),
-		Checkpoints:       s.stats.checkpoints.Load(),
-		CheckpointErr:     s.stats.checkpointErrors.Load(),
-		RecoveryTime:      s.recovery.Duration,
-		RecoveryReplayed:  s.recovery.Replayed,
-		RecoveryBytes:     s.recovery.ReplayedBytes,
-		RecoverySnapshot:  s.recovery.HadSnapshot,
-		RecoveryTorn:      s.recovery.Torn,
-		RecoveryUnvouched: s.recovery.Unvouched,
+		Records:              s.stats.records.Load(),
+		Groups:               s.stats.groups.Load(),
+		Syncs:                s.stats.syncs.Load(),
+		BytesLogged:          s.stats.bytes.Load(),
+		Checkpoints:          s.stats.checkpoints.Load(),
+		CheckpointErr:        s.stats.checkpointErrors.Load(),
+		RecoveryTime:         s.recovery.Duration,
+		RecoveryReplayed:     s.recovery.Replayed,
+		RecoveryBytes:        s.recovery.ReplayedBytes,
+		RecoverySnapshot:     s.recovery.HadSnapshot,
+		RecoveryTorn:         s.recovery.Torn,
+		RecoveryUnvouched:    s.recovery.Unvouched,
+		RecoveryUnvouchedWhy: s.recovery.UnvouchedWhy,
+		RecoveryVouched:      s.recovery.Vouched,
+		RecoveryWriter:       s.writerLive,
 	}
 	if st.Groups > 0 {
 		st.AvgGroupSize = float64(st.Records) / float64(st.Groups)

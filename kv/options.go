@@ -103,17 +103,27 @@ type Options struct {
 	// expects its data to be there. A directory that holds other files
 	// is refused either way (ErrNotDataDir).
 	NoCreate bool
-	// ReadOnly recovers in memory, writes nothing, and takes a shared
-	// lock when it can; every write returns ErrReadOnly. It shows only
-	// what is durable: the records of the newest segment that a later
-	// record claims synced. Beside a live writer (which holds the lock:
-	// a read-only open goes on without it) that is every write the writer
-	// acknowledged, but for its last group until it marks the log, a
-	// millisecond after it went idle (or at Store.Sync). After a writer
-	// crashed, or a power loss took its last mark, the writes of its last
-	// group stay out of sight until a writer opens the directory: a read
-	// never shows what a power loss could take back (Stats reports how
-	// many records it left out as RecoveryUnvouched).
+	// ReadOnly recovers in memory and changes no byte of any file; every
+	// write returns ErrReadOnly. It holds the directory's lock, shared,
+	// only while it recovers (never after Open returns, so it keeps no
+	// writer out), and shows only what is durable:
+	//
+	// Beside a live writer (which holds the lock: a read-only open goes
+	// on without it), the records that a later record claims synced:
+	// every write the writer acknowledged, but for its last group until
+	// it marks the log, a millisecond after it went idle (or at
+	// Store.Sync).
+	//
+	// With no live writer (a writer crashed or was killed), every record
+	// of the log: the ones past the dead writer's last mark are made
+	// durable by an fdatasync of their segment and an fsync of the
+	// directory, which change no byte, and are checked to read back the
+	// same past the page cache (FORMAT.md, "Reading beside a writer").
+	// Where it cannot vouch for them so (the fdatasync fails, or a failed
+	// write-back left bytes in the cache that are not on disk) it leaves
+	// them out, and Stats says how many (RecoveryUnvouched) and why.
+	//
+	// Either way a read never shows what a power loss could take back.
 	ReadOnly bool
 	// WatchHistoryBytes bounds the changes the store keeps in memory for
 	// Store.Watch: each costs its key, value and previous value plus about

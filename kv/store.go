@@ -34,6 +34,10 @@ type Store struct {
 	fs   vfs.FS
 	log  *slog.Logger
 	lock vfs.File
+	// writerLive is, for a read-only open that found a writer holding
+	// the lock, the writer's pid, or -1 when it cannot be named; 0 when
+	// it found none.
+	writerLive int
 	// maxRecord is the log's maximum record size: check refuses a write
 	// whose record would be bigger.
 	maxRecord int
@@ -112,6 +116,9 @@ func OpenContext(ctx context.Context, dir string, opts *Options) (*Store, error)
 	res, err := recovery.Recover(s.fs, dir, recovery.Options{
 		WAL: o.walOptions(), ReadOnly: o.ReadOnly, Logger: s.log, DeferCheckpoint: true,
 		NoCreate: o.NoCreate,
+		// A read-only open that has the lock, shared, has no live writer
+		// beside it: it vouches for a dead writer's last records itself.
+		Vouch: o.ReadOnly && s.lock != nil,
 	})
 	if err != nil {
 		// The files of a store whose creation failed go, LOCK last,
@@ -122,11 +129,20 @@ func OpenContext(ctx context.Context, dir string, opts *Options) (*Store, error)
 		return nil, describeOpenError(dir, err)
 	}
 	s.recovery = *res
+	if o.ReadOnly && s.lock == nil && s.writerLive == 0 && res.Unvouched > 0 {
+		s.recovery.UnvouchedWhy = "LOCK could not be taken to tell whether a writer is live"
+	}
 	s.recovery.Map, s.recovery.Writer, s.recovery.Leases = nil, nil, nil
 	leaseGrace(s.fs, res.Leases, o.clock())
 	s.shared = &shared{m: res.Map,
 		hist: newHistory(res.Map.Revision(), o.watchHistoryBytes()), metrics: newMetrics(), leases: res.Leases, clock: o.clock()}
 	if o.ReadOnly {
+		// Its map is in memory and its image mapped: it reads no file
+		// of the directory that a writer could change under it, and
+		// holds the lock no longer, so that it never keeps a writer out
+		// (a process waiting for a filelock lock reads through such
+		// opens, beside the holder's writes).
+		s.unlock()
 		return s, nil
 	}
 	c := newCommitter(s.shared, s.fs, dir, s.log, o, res.Writer)
@@ -189,6 +205,14 @@ func (s *Store) prepareDir(kind recovery.DirKind) (*openUndo, error) {
 
 func (s *Store) takeLock(ctx context.Context) error {
 	name := path.Join(s.dir, LockName)
+	if s.opts.ReadOnly {
+		// A shared lock would create a missing LOCK, and a read-only
+		// open changes nothing: without one it goes on without the lock
+		// (and vouches for nothing: a writer may be creating it).
+		if _, err := s.fs.Stat(name); err != nil {
+			return nil
+		}
+	}
 	for {
 		f, err := s.fs.Lock(name, !s.opts.ReadOnly)
 		if err == nil {
@@ -203,6 +227,12 @@ func (s *Store) takeLock(ctx context.Context) error {
 			// have it (a writer has the directory open, or the media is
 			// read-only): it reads, and writes nothing.
 			s.log.Debug("read-only open without the lock", "dir", s.dir, "err", err)
+			if errors.Is(err, vfs.ErrLocked) {
+				s.writerLive = lockfile.Holder(s.fs, name)
+				if s.writerLive == 0 {
+					s.writerLive = -1
+				}
+			}
 			return nil
 		}
 		if !errors.Is(err, vfs.ErrLocked) {

@@ -478,10 +478,11 @@ func TestTreeKeepsUp(t *testing.T) {
 }
 
 // TestLockedNamesHolderOS: on the host's file system a second open names
-// the holder, a writer or a read-only open (whose shared lock writes no
-// pid anywhere). On Linux the kernel's table of locks names it and LOCK
-// stays empty (an open empties the pid an older build left there, which
-// names no one); elsewhere LOCK holds the writer's pid.
+// the holder, a writer. On Linux the kernel's table of locks names it and
+// LOCK stays empty (an open empties the pid an older build left there,
+// which names no one); elsewhere LOCK holds the writer's pid. A read-only
+// open holds the lock only while it recovers: a writer opens beside it,
+// and a read-only open beside that writer names it in its Stats.
 func TestLockedNamesHolderOS(t *testing.T) {
 	dir := t.TempDir()
 	lock := filepath.Join(dir, kv.LockName)
@@ -498,28 +499,44 @@ func TestLockedNamesHolderOS(t *testing.T) {
 	if err := os.WriteFile(lock, []byte("4194303   \n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	for _, ro := range []bool{false, true} {
-		s, err := kv.Open(dir, &kv.Options{ReadOnly: ro})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !ro {
-			if b, err := os.ReadFile(lock); err != nil || string(b) != wantLock {
-				t.Errorf("LOCK after an open: %q, %v; want %q", b, err, wantLock)
-			}
-		}
-		var le *kv.LockedError
-		_, err = kv.Open(dir, nil)
-		if !errors.As(err, &le) {
-			t.Fatalf("second open (first read-only: %v): %v, want a LockedError", ro, err)
-		}
-		// Where LOCK holds the pid, only a writer wrote it: a read-only
-		// holder is named by the kernel's table alone.
-		if want := os.Getpid(); le.PID != want && (vfs.NamesLockHolders(vfs.OS) || !ro) {
-			t.Errorf("second open (first read-only: %v): %v, want it to name pid %d", ro, err, want)
-		}
-		s.Close()
+	s, err = kv.Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
 	}
+	if b, err := os.ReadFile(lock); err != nil || string(b) != wantLock {
+		t.Errorf("LOCK after an open: %q, %v; want %q", b, err, wantLock)
+	}
+	var le *kv.LockedError
+	_, err = kv.Open(dir, nil)
+	if !errors.As(err, &le) {
+		t.Fatalf("second open: %v, want a LockedError", err)
+	}
+	if want := os.Getpid(); le.PID != want {
+		t.Errorf("second open: %v, want it to name pid %d", err, want)
+	}
+	r, err := kv.Open(dir, &kv.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := r.Stats().RecoveryWriter; w != os.Getpid() && (vfs.NamesLockHolders(vfs.OS) || w != -1) {
+		t.Errorf("a read-only open beside the writer names writer %d, want %d", w, os.Getpid())
+	}
+	r.Close()
+	s.Close()
+
+	r, err = kv.Open(dir, &kv.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if w := r.Stats().RecoveryWriter; w != 0 {
+		t.Errorf("a read-only open with no writer names writer %d", w)
+	}
+	w, err := kv.Open(dir, nil)
+	if err != nil {
+		t.Fatalf("a writer's open beside a read-only store: %v", err)
+	}
+	w.Close()
 }
 
 // TestLockHoldsPID: LOCK holds the pid at a fixed width, so that the

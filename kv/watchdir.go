@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/kvstore/kv/record"
+	"github.com/kvstore/kv/recovery"
 	"github.com/kvstore/kv/snapshot"
 	"github.com/kvstore/kv/snapshot/image"
 	"github.com/kvstore/kv/vfs"
@@ -64,6 +65,7 @@ func watchDir(ctx context.Context, dir string, o *Options, prefix []byte, from R
 		defer dw.Close()
 		f := &follower{fsys: fsys, dir: dir, prefix: prefix, prev: cfg.prev,
 			maxRec: o.walOptions().MaxRecordSize, state: map[string]*record.Entry{}}
+		f.vouched = vouchIfNoWriter(fsys, dir, f.maxRec)
 		defer f.close()
 		if err := f.start(from); err != nil {
 			yield(Event{}, err)
@@ -134,6 +136,29 @@ type follower struct {
 	tails []*wal.Tail
 	last  wal.SegmentNum // the newest segment opened
 	err   error          // the opener's error, returned once tails are read
+	// vouched holds, for a watch that started with no live writer, the
+	// offsets up to which it made the newest segments durable itself: a
+	// killed writer's last records, which no record claims synced.
+	vouched map[wal.SegmentNum]int64
+}
+
+// vouchIfNoWriter vouches for a dead writer's last records, as a
+// read-only open does, when no writer holds dir: it takes the lock
+// shared for as long as that takes. With a live writer, or no LOCK (a
+// shared lock would create it), it does nothing: the writer marks its
+// records.
+func vouchIfNoWriter(fsys vfs.FS, dir string, maxRec int) map[wal.SegmentNum]int64 {
+	name := path.Join(dir, LockName)
+	if _, err := fsys.Stat(name); err != nil {
+		return nil
+	}
+	lk, err := fsys.Lock(name, false)
+	if err != nil {
+		return nil
+	}
+	defer lk.Close()
+	v, _ := recovery.VouchTail(fsys, dir, maxRec)
+	return v
 }
 
 // maxAhead bounds the segments a watch keeps open ahead of its reading
@@ -258,6 +283,9 @@ func (f *follower) openSegments(first bool) error {
 		}
 		if err != nil {
 			return err
+		}
+		if v, ok := f.vouched[s]; ok {
+			t.Vouch(v)
 		}
 		f.tails = append(f.tails, t)
 		f.last = s

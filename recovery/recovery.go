@@ -31,6 +31,16 @@ type Options struct {
 	// synced are left out (Result.Unvouched counts them), since they may
 	// exist in the page cache alone.
 	ReadOnly bool
+	// Vouch lets a ReadOnly recovery vouch for the newest segments'
+	// records itself, for a caller that holds the directory's lock
+	// shared, so that no writer is live: records past the highest synced
+	// claim are shown once an fdatasync of their segment and an fsync of
+	// the directory have returned, and the bytes read back the same past
+	// the page cache (vfs.ReadDurableAt; where the file system cannot
+	// read past it, the fdatasync's success alone). Neither changes a
+	// byte of any file. What it cannot vouch for stays out, counted in
+	// Result.Unvouched, with the reason in Result.UnvouchedWhy.
+	Vouch bool
 	// Logger receives a summary of the recovery; nil discards it.
 	Logger *slog.Logger
 	// DeferCheckpoint leaves the checkpoint that ends a recovery to the
@@ -70,6 +80,13 @@ type Result struct {
 	// open left out because no record claims them durable yet (see
 	// Options.ReadOnly).
 	Unvouched int
+	// UnvouchedWhy says why a Vouch recovery left records out: the error
+	// of its fdatasync, or the offset where the bytes past the cache
+	// differ.
+	UnvouchedWhy string
+	// Vouched counts the records past the segments' synced claims that a
+	// Vouch recovery made durable itself and shows.
+	Vouched int
 	// Torn is set when the newest segment ended in crash damage, cut at
 	// TornOffset of TornSegment.
 	Torn        bool
@@ -248,6 +265,7 @@ func recoverOnce(fsys vfs.FS, dir string, opts Options) (_ *Result, retErr error
 		}
 	}()
 	infos := make([]wal.SegmentInfo, 0, len(live))
+	dirSynced := false // a Vouch recovery's fsync of the directory returned
 	rp := &replayer{m: lm, leases: res.Leases, lax: lax, rev: lm.Revision()}
 	for i, s := range live {
 		newest := i == len(live)-1
@@ -261,19 +279,26 @@ func recoverOnce(fsys vfs.FS, dir string, opts Options) (_ *Result, retErr error
 		// returned, a crashed process's last writes, or pages a failed
 		// fdatasync left behind, which a power loss takes back.
 		limit := int64(-1)
+		claimed := int64(-1) // what the segment's writer vouched for
 		if tail && opts.ReadOnly {
 			info, err := rd.Scan(s, true, nil)
 			if err != nil {
 				return nil, err
 			}
 			if newest || !info.Sealed {
-				limit = info.Synced
+				limit, claimed = info.Synced, info.Synced
+				if opts.Vouch && info.DataEnd > info.Synced {
+					limit = vouch(fsys, dir, file, info.Synced, info.DataEnd, &dirSynced, res)
+				}
 			}
 		}
 		apply := func(r wal.Record) error {
 			if limit >= 0 && r.End() > limit {
 				res.Unvouched++
 				return nil
+			}
+			if claimed >= 0 && r.End() > claimed {
+				res.Vouched++
 			}
 			return rp.add(file, r.Offset, r.Payload)
 		}

@@ -166,3 +166,9 @@ func (t *Tail) read(off int64, n int) []byte {
 	}
 	return b
 }
+
+// Vouch raises the offset up to which Next returns records to off, for a
+// reader that made the segment durable up to there itself (a watch that
+// found the writer dead: recovery.VouchTail), where no record of the
+// segment claims it.
+func (t *Tail) Vouch(off int64) { t.synced = max(t.synced, off) }

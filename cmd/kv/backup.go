@@ -36,7 +36,7 @@ directory of it; "kv DIR verify --against FILE" compares a store with it.`,
   kv data backup /backups/data.kvbackup --json | jq -r .hash`,
 		Args: args(2, 2),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			s, err := g.openRead(a[0], false, false)
+			s, err := g.openRead(a[0], false)
 			if err != nil {
 				return err
 			}

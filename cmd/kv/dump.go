@@ -81,13 +81,19 @@ open starts it again.`,
 				return stage + "; nothing is lost: a recovery survives being killed, and the next open starts it again"
 			})
 			defer stop()
-			s, err := g.openRead(a[0], o.readOnly, !o.readOnly)
+			s, err := g.openRead(a[0], !o.readOnly)
 			if err != nil {
 				return err
 			}
 			defer s.Close()
 			stage = "printing the keys of " + a[0]
-			return runDump(cmd.OutOrStdout(), cmd.ErrOrStderr(), s, o)
+			if err := runDump(cmd.OutOrStdout(), cmd.ErrOrStderr(), s, o); err != nil {
+				return err
+			}
+			if st := s.Stats(); o.readOnly && st.RecoveryUnvouched > 0 && st.RecoveryWriter == 0 {
+				return exitError{code: exitPartial} // openRead said what is left out
+			}
+			return nil
 		},
 		ValidArgsFunction: completeDir,
 	}

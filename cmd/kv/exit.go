@@ -16,6 +16,9 @@ const (
 	// exitFenced: a write under --fence NAME:TOKEN was refused because
 	// the token is not the lock's current one; nothing was written.
 	exitFenced = kvcli.ExitFenced
+	// exitPartial: "kv DIR dump --read-only" left out records it could
+	// not vouch durable, with no writer alive.
+	exitPartial = kvcli.ExitPartial
 	// exitTempFail (EX_TEMPFAIL of sysexits.h): "kv DIR lock --wait D"
 	// ran out of time while the lock was held.
 	exitTempFail = kvcli.ExitTempFail

@@ -211,17 +211,15 @@ func lockedError(err error, wait time.Duration) error {
 // command (see the root command's help): it never waits for the writer's
 // lock, and never fails because another process holds it.
 //
-// With readOnly it recovers in memory only and reads what is durable.
 // With asWriter (kv DIR dump) it opens the store as a writer does, so
-// that its caller can checkpoint as the article's recovery does.
-// Otherwise (get, scan) it opens read-only, without the lock, so that it
-// never keeps a writer out; only when the log ends in records that
-// nothing marks durable and no writer is alive (a writer that crashed,
-// or a power loss took its last mark) does it recover the directory as a
-// writer's open does, without a checkpoint, so that those records are
-// made durable and shown. Beside a live writer, or where the directory
-// cannot be written, it reads what is durable, read-only.
-func (g *globalOpts) openRead(dir string, readOnly, asWriter bool) (*kv.Store, error) {
+// that its caller can checkpoint as the article's recovery does; beside a
+// live writer, read-only. Otherwise (get, scan, backup, verify, lease
+// list, dump --read-only) it opens read-only and changes no byte: beside
+// a live writer it reads what that writer has marked durable; with no
+// live writer it shows every record, vouching for a dead writer's last
+// ones itself (kv.Options.ReadOnly). Records it could not vouch for are
+// left out, and said so on stderr (unvouchedNote).
+func (g *globalOpts) openRead(dir string, asWriter bool) (*kv.Store, error) {
 	g, p := g.withProgress(g.stderr, dir, "recovery")
 	defer p.done()
 	opts, err := g.storeOptions(true)
@@ -231,21 +229,15 @@ func (g *globalOpts) openRead(dir string, readOnly, asWriter bool) (*kv.Store, e
 	if err := requireStore(dir); err != nil {
 		return nil, err
 	}
-	if readOnly {
-		return kv.Open(dir, opts)
-	}
 	if !asWriter {
 		s, err := kv.Open(dir, opts)
-		if err != nil || s.Stats().RecoveryUnvouched == 0 {
-			return s, err
+		if err == nil {
+			unvouchedNote(g.stderr, dir, s)
 		}
-		s.Close()
+		return s, err
 	}
 	w := *opts
 	w.ReadOnly, w.NoCreate = false, true
-	if !asWriter {
-		w.CheckpointBytes = -1
-	}
 	s, err := kv.Open(dir, &w)
 	switch {
 	case err == nil:
@@ -253,9 +245,28 @@ func (g *globalOpts) openRead(dir string, readOnly, asWriter bool) (*kv.Store, e
 	case errors.Is(err, kv.ErrLocked), errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.EROFS):
 		// A writer has the store open, or the directory cannot be
 		// written: read what is durable.
-		return kv.Open(dir, opts)
+		s, err := kv.Open(dir, opts)
+		if err == nil {
+			unvouchedNote(g.stderr, dir, s)
+		}
+		return s, err
 	}
 	return nil, err
+}
+
+// unvouchedNote says on stderr, for a read-only open with no live writer
+// beside it, how many records it left out because it could not vouch
+// for them, after which revision, why, and how to see them. Beside a
+// live writer it says nothing: those are the writer's last group, which
+// it marks durable a moment later.
+func unvouchedNote(stderr io.Writer, dir string, s *kv.Store) {
+	st := s.Stats()
+	if st.RecoveryUnvouched == 0 || st.RecoveryWriter != 0 {
+		return
+	}
+	fmt.Fprintf(stderr, "kv: %s: %d record(s) after revision %d are left out: they may not be durable (%s); "+
+		"\"kv %s dump\" recovers them as a writer does, writing them again and syncing them\n",
+		dir, st.RecoveryUnvouched, st.Revision, st.RecoveryUnvouchedWhy, dir)
 }
 
 // requireDir refuses a data directory that does not exist.

@@ -32,7 +32,7 @@ get is a read command: it never waits for the writer's lock (see "kv
 			if err != nil {
 				return err
 			}
-			s, err := g.openRead(a[0], false, false)
+			s, err := g.openRead(a[0], false)
 			if err != nil {
 				return err
 			}

@@ -70,7 +70,7 @@ func newLeaseCmd(g *globalOpts) *cobra.Command {
 				if len(rest) != 0 {
 					return usagef("lease list takes no argument")
 				}
-				s, err := g.openRead(dir, false, false)
+				s, err := g.openRead(dir, false)
 				if err != nil {
 					return err
 				}

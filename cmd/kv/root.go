@@ -154,9 +154,11 @@ process holds it; with --wait D they wait up to D. Read commands (get,
 scan, dump, log, check, stat, locks, lease list, watch, backup, verify)
 never wait for the lock and never fail because of it: beside a live
 writer they read what it has made durable, without its lock. Without a
-writer, get, scan and dump first recover what a crashed writer left, as
-a writer's open does (dump then checkpoints, as the article's does,
-unless --read-only); log, check, stat, backup and verify only read.
+writer they show every write a crashed or killed writer acknowledged,
+making its last records durable with an fdatasync, which changes no
+byte. Only dump (without --read-only) writes: it recovers as a writer's
+open does, then checkpoints, as the article's does. The others change
+nothing in the directory.
 
 On an etcd cluster: "kv --etcd ENDPOINTS VERB ..." runs get, put, del,
 add, scan, dump, watch, lock and locks on the cluster, with the same
@@ -168,7 +170,8 @@ the schema. Errors are one line on stderr starting with "kv: ".
 
 Exit status: 0 success; 1 failure; 2 a mistake in the command line; 3 a
 bug in kv; 4 a fenced write refused; 5 a lock taken over while its
-command ran; 75 the store is locked by another process (or "kv DIR lock"
+command ran; 6 dump --read-only left out records it could not vouch
+durable (it says so); 75 the store is locked by another process (or "kv DIR lock"
 gave up waiting); 128+N interrupted by signal N (130 for Ctrl-C).
 
 "The article" in the help of demo, crashsim and killtest is "Recovery

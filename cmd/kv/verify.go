@@ -39,7 +39,7 @@ FILE is damaged, naming its offset.`,
 			if o.against == "" {
 				return usagef("verify: --against FILE is required")
 			}
-			s, err := g.openRead(a[0], false, false)
+			s, err := g.openRead(a[0], false)
 			if err != nil {
 				return err
 			}

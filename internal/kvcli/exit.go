@@ -27,6 +27,10 @@ const (
 	// was taken over while it ran (its release found another holder's
 	// key, which it left alone).
 	ExitLockLost = 5
+	// ExitPartial: "kv DIR dump --read-only" printed the store but left
+	// out records it could not vouch durable with no writer alive (it
+	// said how many, and why, on stderr); "kv DIR dump" recovers them.
+	ExitPartial = 6
 	// ExitTempFail (EX_TEMPFAIL of sysexits.h): the store is locked by
 	// another writer, or "kv lock --wait D" ran out of time.
 	ExitTempFail = 75
