@@ -21,9 +21,11 @@
 //   - Liveness from the kernel. Each holder keeps an exclusive flock on a
 //     holder file (DIR/holders/NAME.NONCE.holder) while it holds; a probe
 //     that gets a shared lock on it proves the holder gone: no PID reuse,
-//     no clocks. Markers also record pid, start time (/proc/PID/stat field
-//     22), boot id, host and nonce, for people and for the PID and time
-//     strategies.
+//     no clocks. The probe runs wherever the kernel is the same (the same
+//     boot id), whatever the hostname. Markers also record pid, its pid
+//     namespace, start time (/proc/PID/stat field 22), boot id, host,
+//     nonce and the holder directory's device and inode, for people and
+//     for the PID and time strategies.
 //   - Waits without polling. Acquire sleeps until the kernel reports a
 //     holder file closed or unlinked (inotify) or the holder's stale time
 //     comes. Waiters queue in the store, each watching the waiter ahead,
@@ -46,6 +48,29 @@
 // holder that wakes up after its lease ended is kept out by its fence
 // (kv.ErrFenced) and learns it through Lost and ErrLockLost.
 //
+// # One host, and containers
+//
+// One host is one kernel: the same boot id (/proc/sys/kernel/random/boot_id,
+// which containers share with their host). Processes in containers on one
+// kernel that share the data directory (a bind mount or a volume) share
+// its locks, whatever their hostnames and mount namespaces:
+//
+//   - A holder file's kernel lock is proof across them, when the judge's
+//     holder directory is the holder's (the marker records it by device
+//     and inode; the same directory by another path is the same).
+//     Under KernelFirst a dead holder of any container on this kernel is
+//     taken over at once, and Sweep removes it.
+//   - A pid is evidence only in the pid namespace the marker records, read
+//     in a /proc of that namespace: a container's holder is often pid 1,
+//     and /proc/1 outside is init. Where the namespace differs (or a
+//     marker of older code records none, and the pid is gone or reused
+//     here) the probe cannot tell: PIDFirst falls back to the stale-after
+//     window, PIDOnly keeps the lock. A live holder in another container
+//     is never taken over by its pid; a dead one is taken over by its
+//     holder file (KernelFirst), by time, or not at all.
+//   - Containers on another kernel (a virtual machine, gVisor) are other
+//     hosts: nothing but time tells.
+//
 // # What it cannot promise
 //
 // On the kv store, one host and local file systems: kernel locks and
@@ -64,7 +89,10 @@
 // that has the store open loses nothing acknowledged; an acquire that
 // did not return may or may not have taken the slot, and its holder file
 // is then unlocked, so its slot is free to the next acquirer. After a
-// power loss every marker is of another boot: dead.
+// power loss every marker is of another boot: dead, if it bears this
+// host's hostname. A marker of a container that set a hostname of its own
+// cannot be told from another host's once the boot is over: the
+// stale-after window decides, or it stays held until its key is deleted.
 //
 // # Usage
 //

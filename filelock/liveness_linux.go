@@ -93,7 +93,11 @@ func takeHolderFile(path string) (*os.File, bool) {
 // procStat returns the state (field 3) and start time (field 22, clock
 // ticks since boot) of process pid from /proc/PID/stat.
 func procStat(pid int) (state byte, start uint64, err error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	return readStat("/proc/" + strconv.Itoa(pid) + "/stat")
+}
+
+func readStat(path string) (state byte, start uint64, err error) {
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -102,26 +106,83 @@ func procStat(pid int) (state byte, start uint64, err error) {
 	// last ')'.
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {
-		return 0, 0, fmt.Errorf("/proc/%d/stat: no ')'", pid)
+		return 0, 0, fmt.Errorf("%s: no ')'", path)
 	}
 	f := strings.Fields(string(b[i+1:]))
 	if len(f) < 20 {
-		return 0, 0, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f)+2)
+		return 0, 0, fmt.Errorf("%s: %d fields", path, len(f)+2)
 	}
 	start, err = strconv.ParseUint(f[19], 10, 64) // field 22
 	if err != nil {
-		return 0, 0, fmt.Errorf("/proc/%d/stat: start time: %w", pid, err)
+		return 0, 0, fmt.Errorf("%s: start time: %w", path, err)
 	}
 	return f[0][0], start, nil
 }
 
-// selfStart is this process's start time from /proc/self/stat.
+// selfStart is this process's start time from /proc/self/stat, which is
+// this process whatever pid namespace /proc shows (/proc/GETPID is
+// another process where /proc is not of this process's namespace).
 func selfStart() uint64 {
-	_, start, err := procStat(os.Getpid())
+	_, start, err := readStat("/proc/self/stat")
 	if err != nil {
 		return 0
 	}
 	return start
+}
+
+// pidNamespace is the inode of this process's pid namespace, the one
+// os.Getpid's number belongs to, or 0 if unknown. Namespace inodes are
+// unique among the namespaces that exist on one kernel (the boot id
+// tells the kernel). A new namespace may get the number of one that is
+// gone, and every process of it with it: a judge in the new one that
+// probes the pid of a marker of the old finds it gone (right) or, with
+// the same pid and start tick, alive (wrong, but the lock stays held).
+func pidNamespace() uint64 {
+	var st unix.Stat_t
+	if err := unix.Stat("/proc/self/ns/pid", &st); err != nil {
+		return 0
+	}
+	return st.Ino
+}
+
+// procNamespace is the pid namespace whose pids /proc shows, if it is
+// own (this process's, pidNamespace), and otherwise 0: a process whose
+// /proc was mounted in another namespace (unshare --pid without
+// --mount-proc, nsenter --pid, a container given the host's /proc)
+// reads there other processes than its pids name.
+func procNamespace(own uint64) uint64 {
+	if own == 0 {
+		return 0
+	}
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil || !procIsOwn(string(b)) {
+		return 0
+	}
+	return own
+}
+
+// procIsOwn reports whether status, a /proc/self/status, says that /proc
+// shows this process's own pid namespace: its NSpid lists the process's
+// pid in each namespace from /proc's own down to the process's, so one
+// entry means they are the same. Without NSpid (Linux before 4.1) it
+// cannot tell, and says no.
+func procIsOwn(status string) bool {
+	for _, line := range strings.Split(status, "\n") {
+		if rest, ok := strings.CutPrefix(line, "NSpid:"); ok {
+			return len(strings.Fields(rest)) == 1
+		}
+	}
+	return false
+}
+
+// dirID is the device and inode of directory dir, or zeros if it cannot
+// be read.
+func dirID(dir string) (dev, ino uint64) {
+	var st unix.Stat_t
+	if err := unix.Stat(dir, &st); err != nil {
+		return 0, 0
+	}
+	return uint64(st.Dev), st.Ino
 }
 
 // probePID tells whether process pid, started at start, lives: a

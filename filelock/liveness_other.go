@@ -26,6 +26,12 @@ func takeHolderFile(path string) (*os.File, bool) { return nil, false }
 
 func selfStart() uint64 { return 0 }
 
+func pidNamespace() uint64 { return 0 }
+
+func procNamespace(own uint64) uint64 { return 0 }
+
+func dirID(dir string) (dev, ino uint64) { return 0, 0 }
+
 func probePID(pid int, start uint64) (verdict, string) {
 	return unknown, "cannot tell on this platform"
 }

@@ -75,6 +75,8 @@ type Locker struct {
 	boot      string
 	pid       int
 	start     uint64
+	pidNS     uint64 // this process's pid namespace, recorded in its markers
+	procNS    uint64 // the pid namespace /proc shows: pidNS, or 0 if /proc is another's
 
 	leaseMu sync.Mutex
 	lease   lockstore.Lease // under the Lease strategy: the holders' lease, once granted
@@ -192,7 +194,9 @@ func newLocker(b lockstore.Backend, o options) (*Locker, error) {
 		}
 	}
 	host, _ := os.Hostname()
-	return &Locker{b: b, holderDir: o.holderDir, opts: o, host: host, boot: bootID(), pid: os.Getpid(), start: selfStart()}, nil
+	ns := pidNamespace()
+	return &Locker{b: b, holderDir: o.holderDir, opts: o, host: host, boot: bootID(), pid: os.Getpid(), start: selfStart(),
+		pidNS: ns, procNS: procNamespace(ns)}, nil
 }
 
 // Info describes the holder of one slot of a lock, as judged now.
@@ -229,7 +233,7 @@ func (l *Locker) acquire(ctx context.Context, name string, try bool) (*Holder, e
 	}
 	nonce := newNonce()
 	m := Marker{
-		PID: l.pid, PIDStart: l.start, BootID: l.boot, Host: l.host, Nonce: nonce,
+		PID: l.pid, PIDStart: l.start, PIDNS: l.pidNS, BootID: l.boot, Host: l.host, Nonce: nonce,
 		Slots: l.opts.slots, Strategy: l.opts.strategy.String(),
 	}
 	if l.opts.staleAfter > 0 {
@@ -246,6 +250,11 @@ func (l *Locker) acquire(ctx context.Context, name string, try bool) (*Holder, e
 	var file *os.File
 	if kernelLocks && l.opts.strategy != Lease && l.holderDir != "" {
 		m.HolderFile = name + "." + nonce + holderSuffix
+		// The directory, by device and inode, so that a judge that
+		// reaches another directory by the same path (another mount
+		// namespace, WithHolderDir) does not probe a file of that name
+		// there for this holder's.
+		m.HolderDirDev, m.HolderDirIno = dirID(l.holderDir)
 		var err error
 		if file, err = createHolderFile(l.holderDir, m.HolderFile, m.encode()); err != nil {
 			return nil, err
@@ -375,7 +384,7 @@ func (l *Locker) attempt(ctx context.Context, name string, m Marker, q *queue, t
 					slot, taken = i, s
 				}
 				switch {
-				case s.HolderFile != "" && s.Host == l.host:
+				case l.seesHolderFile(&s.Marker):
 					ws.holders = append(ws.holders, s.HolderFile)
 				case s.Lease == 0:
 					ws.poll = pidPoll
@@ -441,7 +450,7 @@ func (l *Locker) attempt(ctx context.Context, name string, m Marker, q *queue, t
 			continue // another process changed the lock: read again
 		}
 		q.enqueued = false
-		if taken != nil && taken.HolderFile != "" && taken.Host == l.host {
+		if taken != nil && l.seesHolderFile(&taken.Marker) {
 			l.removeHolderFile(taken.HolderFile)
 		}
 		return &Holder{l: l, name: name, slot: slot, key: key, token: res.Revision, marker: m}, nil, nil, nil

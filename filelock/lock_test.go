@@ -76,7 +76,7 @@ func TestTakeoverOfDeadHolder(t *testing.T) {
 func TestJudge(t *testing.T) {
 	dir := t.TempDir()
 	host, _ := os.Hostname()
-	self := Marker{PID: os.Getpid(), PIDStart: selfStart(), BootID: bootID(), Host: host, Renewed: time.Now()}
+	self := Marker{PID: os.Getpid(), PIDStart: selfStart(), PIDNS: pidNamespace(), BootID: bootID(), Host: host, Renewed: time.Now()}
 	tests := []struct {
 		name   string
 		change func(*Marker)

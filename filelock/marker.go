@@ -70,16 +70,36 @@ func CheckName(name string) error {
 // Marker is what a holder records in its slot key, for the judges of
 // its liveness and for people: who holds it, since when, and how to
 // prove it dead.
+//
+// One host is one kernel, named by BootID; Host is the hostname, which
+// containers on one kernel may each set to their own. A field a marker
+// lacks (one written by older code) decodes as its zero value: unknown.
 type Marker struct {
-	PID      int    `json:"pid"`
+	PID      int    `json:"pid"`       // in the pid namespace PIDNS
 	PIDStart uint64 `json:"pid_start"` // field 22 of /proc/PID/stat: clock ticks after boot
-	BootID   string `json:"boot_id"`   // /proc/sys/kernel/random/boot_id
-	Host     string `json:"host"`
-	Nonce    string `json:"nonce"`
+	// PIDNS is the inode of the holder's pid namespace
+	// (/proc/self/ns/pid), of which PID is a pid: a probe of PID is
+	// evidence only to a judge whose /proc shows that namespace, since
+	// the same number is another process, or none, in another (a
+	// container's holder is often pid 1). 0 if unknown: then a probe
+	// that finds PID alive keeps the holder, as before, and one that
+	// finds it gone or reused proves nothing.
+	PIDNS  uint64 `json:"pid_ns,omitempty"`
+	BootID string `json:"boot_id"` // /proc/sys/kernel/random/boot_id
+	Host   string `json:"host"`
+	Nonce  string `json:"nonce"`
 	// HolderFile is the base name of the holder file in the holder
 	// directory, locked with flock for as long as the holder lives;
 	// empty for a holder that keeps no descriptor.
 	HolderFile string `json:"holder_file,omitempty"`
+	// HolderDirDev and HolderDirIno are the device and inode of the
+	// directory the holder made its holder file in (stat(2) st_dev and
+	// st_ino): a judge probes the file only if its own holder directory
+	// is that one, whatever path or mount namespace it reaches it by.
+	// 0 if unknown (older code): the file is probed by its name, which
+	// the nonce makes unique, as before.
+	HolderDirDev uint64 `json:"holder_dir_dev,omitempty"`
+	HolderDirIno uint64 `json:"holder_dir_ino,omitempty"`
 	// Lease is the backend lease the key is bound to under the Lease
 	// strategy (lockstore.Leaser); 0 for none.
 	Lease      int64     `json:"lease,omitempty"`

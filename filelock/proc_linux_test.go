@@ -221,7 +221,7 @@ func TestProcPIDReuse(t *testing.T) {
 		t.Fatal(err)
 	}
 	host, _ := os.Hostname()
-	live := Marker{PID: pid, PIDStart: start, BootID: bootID(), Host: host, Nonce: "n", Acquired: time.Now(), Renewed: time.Now(), Slots: 1}
+	live := Marker{PID: pid, PIDStart: start, PIDNS: pidNamespace(), BootID: bootID(), Host: host, Nonce: "n", Acquired: time.Now(), Renewed: time.Now(), Slots: 1}
 	tests := []struct {
 		name   string
 		change func(*Marker)
@@ -493,7 +493,7 @@ func TestProcSweepRacesTakeover(t *testing.T) {
 	swept := 0
 	for i := range rounds {
 		// A dead holder: a pid that does not exist.
-		putMarker(t, dir, "job", Marker{PID: 1 << 30, Host: host, BootID: bootID(), Nonce: strconv.Itoa(i), Renewed: time.Now()})
+		putMarker(t, dir, "job", Marker{PID: 1 << 30, PIDNS: pidNamespace(), Host: host, BootID: bootID(), Nonce: strconv.Itoa(i), Renewed: time.Now()})
 		sweeper.send("sweep")
 		taker.send("try job")
 		ls, lt := sweeper.read(), taker.read()

@@ -2,7 +2,6 @@ package filelock
 
 import (
 	"context"
-	"path/filepath"
 	"time"
 
 	"github.com/kvstore/kv/filelock/lockstore"
@@ -82,7 +81,7 @@ func (l *Locker) queueAhead(ctx context.Context, b lockstore.Backend, st lockSta
 			If:   []lockstore.Compare{lockstore.ModRevIs(w.Key, w.ModRev)},
 			Then: []lockstore.Op{lockstore.Delete(w.Key)},
 		})
-		if w.HolderFile != "" && w.Host == l.host {
+		if l.seesHolderFile(&w.Marker) {
 			l.removeHolderFile(w.HolderFile)
 		}
 	}
@@ -96,14 +95,17 @@ func (l *Locker) waiterAlive(m *Marker) bool {
 	if m.Lease != 0 {
 		return true
 	}
-	if m.Host != l.host {
-		return false
-	}
-	if m.HolderFile != "" {
-		if v, _ := probeHolderFile(filepath.Join(l.holderDir, m.HolderFile)); v != unknown {
+	// As a holder is judged: its holder file wherever the kernel is the
+	// same, whatever the hostname, and its pid only in its own pid
+	// namespace.
+	if path, _ := l.holderFileOf(m); path != "" {
+		if v, _ := probeHolderFile(path); v != unknown {
 			return v == alive
 		}
 	}
-	v, _ := probePID(m.PID, m.PIDStart)
+	if !l.sameKernel(m) {
+		return false
+	}
+	v, _ := l.probeProcess(m)
 	return v == alive
 }

@@ -46,7 +46,7 @@ func (l *Locker) Sweep(ctx context.Context) ([]Info, error) {
 					If:   []lockstore.Compare{lockstore.ModRevIs(e.Key, e.ModRev)},
 					Then: []lockstore.Op{lockstore.Delete(e.Key)},
 				})
-				if w.HolderFile != "" && w.Host == l.host {
+				if l.seesHolderFile(&w) {
 					l.removeHolderFile(w.HolderFile)
 				}
 			} else if m, err := decodeMarker(e.Value); err == nil {
