@@ -131,6 +131,13 @@ type Options struct {
 	// that falls behind it, ends with ErrCompacted. 0 means 4 MiB (about
 	// 20,000 changes of 100-byte values).
 	WatchHistoryBytes int64
+	// VerifyImage makes a writer's Open read and check every block of the
+	// snapshot's image before it writes anything (an open may seal or
+	// rotate the log): damage anywhere in the image then fails Open with
+	// every file as it was, rather than the first read of the damaged
+	// block after the open. It costs a read of the whole image, which a
+	// caller that reads every key anyway (kv DIR dump) pays once more.
+	VerifyImage bool
 	// WaitForLock makes Open wait while another process holds the lock,
 	// until the context given to OpenContext ends.
 	WaitForLock bool

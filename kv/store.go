@@ -115,7 +115,7 @@ func OpenContext(ctx context.Context, dir string, opts *Options) (*Store, error)
 	}
 	res, err := recovery.Recover(s.fs, dir, recovery.Options{
 		WAL: o.walOptions(), ReadOnly: o.ReadOnly, Logger: s.log, DeferCheckpoint: true,
-		NoCreate: o.NoCreate,
+		NoCreate: o.NoCreate, VerifyImage: o.VerifyImage,
 		// A read-only open that has the lock, shared, has no live writer
 		// beside it: it vouches for a dead writer's last records itself.
 		Vouch: o.ReadOnly && s.lock != nil,

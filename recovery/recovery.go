@@ -51,6 +51,12 @@ type Options struct {
 	// directory is then as a running store leaves it between two
 	// checkpoints, so a later recovery replays the same segments again.
 	DeferCheckpoint bool
+	// VerifyImage reads and checks every block of the snapshot's image
+	// before Recover writes anything, as a recovery that checkpoints does,
+	// even with DeferCheckpoint: damage in a block then fails Recover
+	// with nothing changed, rather than surface at the first read of the
+	// block after Recover rotated or sealed the log.
+	VerifyImage bool
 	// NoCreate makes Recover refuse a directory that holds no store (it
 	// is missing, or empty: see DirEmpty) with an error matching
 	// ErrNoStore, instead of creating a store in it. A ReadOnly Recover
@@ -353,7 +359,7 @@ func recoverOnce(fsys vfs.FS, dir string, opts Options) (_ *Result, retErr error
 	// recovery before anything is written, as damage in a snapshot of
 	// version 1 or 2 does. A store's recovery defers its checkpoint and
 	// leaves each block to be verified on its first read.
-	if base != nil && !opts.DeferCheckpoint {
+	if base != nil && (!opts.DeferCheckpoint || opts.VerifyImage) {
 		if err := base.Verify(); err != nil {
 			return nil, err
 		}

@@ -39,6 +39,11 @@ type globalOpts struct {
 	// stderr is where the progress of a long recovery goes, when it is a
 	// terminal.
 	stderr io.Writer
+	// openedWriter is set once the command opened a store as a writer:
+	// an open that may have sealed or rotated the log, so that damage
+	// found after it cannot be reported as "nothing was changed". Shared
+	// by every copy of the options (withProgress).
+	openedWriter *bool
 }
 
 // withProgress returns a copy of g that opens a store in dir through a
@@ -190,6 +195,9 @@ func (g *globalOpts) openWrite(ctx context.Context, dir string, create bool) (*k
 	if errors.Is(err, kv.ErrLocked) {
 		return nil, lockedError(err, g.wait)
 	}
+	if err == nil {
+		*g.openedWriter = true
+	}
 	return s, err
 }
 
@@ -238,9 +246,13 @@ func (g *globalOpts) openRead(dir string, asWriter bool) (*kv.Store, error) {
 	}
 	w := *opts
 	w.ReadOnly, w.NoCreate = false, true
+	// The dump reads every key: its open checks the whole image first,
+	// so that damage in it stops the dump before the open changes a file.
+	w.VerifyImage = true
 	s, err := kv.Open(dir, &w)
 	switch {
 	case err == nil:
+		*g.openedWriter = true
 		return s, nil
 	case errors.Is(err, kv.ErrLocked), errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.EROFS):
 		// A writer has the store open, or the directory cannot be

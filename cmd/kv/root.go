@@ -36,7 +36,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 	if wantsEtcd(args) {
 		return runEtcd(args, stdin, stdout, stderr)
 	}
-	root := newRoot(stdin, stdout, stderr)
+	root, g := newRootOpts(stdin, stdout, stderr)
 	root.SetArgs(rewriteArgs(root, args))
 	cmd, err := root.ExecuteC()
 	if err == nil {
@@ -65,9 +65,23 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 		}
 		return kex.Code
 	}
-	fmt.Fprintf(stderr, "kv: %s\n", describe(err))
+	msg := describe(err)
+	if *g.openedWriter && recovery.IsCorrupt(err) {
+		// Found after a writer's open, which may have sealed or rotated
+		// the log: not "nothing was changed".
+		msg = strings.Replace(msg, hintNothingChanged, hintAfterOpen, 1)
+	}
+	fmt.Fprintf(stderr, "kv: %s\n", msg)
 	return exitFailed
 }
+
+// The hints describe adds to damage: found by an open (which changed
+// nothing), or by a read after a writer's open (which may have sealed or
+// rotated the log, but wrote nothing of the command's own).
+const (
+	hintNothingChanged = " (nothing was changed; 'kv DIR check' lists the damage, 'kv DIR repair' is the way out)"
+	hintAfterOpen      = " (found after the store was opened, in a block of the snapshot's image that an open does not read: the command's own change was not made, though the open may have sealed the log and started the next segment; 'kv DIR check' lists the damage, 'kv DIR repair' is the way out)"
+)
 
 // keyError words a failed operation on key: the key quoted, so that an
 // empty key shows as "".
@@ -94,7 +108,7 @@ func describe(err error) string {
 		hint := ""
 		switch {
 		case recovery.IsCorrupt(err):
-			hint = " (nothing was changed; 'kv DIR check' lists the damage, 'kv DIR repair' is the way out)"
+			hint = hintNothingChanged
 		case errors.Is(err, wal.ErrVersion):
 			// Under checksums that hold (recovery.Report.LogFormatErr).
 			hint = " (not damage: a build that reads that version wrote it; open the directory with that build, as repair will not; nothing was changed)"
@@ -179,7 +193,13 @@ Code Must Survive a Crash Too" (Mehdi Akiki), whose store, 17-operation
 workload, double-apply bug and crash checkers kv follows.`
 
 func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
-	g := &globalOpts{stderr: stderr}
+	root, _ := newRootOpts(stdin, stdout, stderr)
+	return root
+}
+
+// newRootOpts is newRoot, with the options its commands share.
+func newRootOpts(stdin io.Reader, stdout, stderr io.Writer) (*cobra.Command, *globalOpts) {
+	g := &globalOpts{stderr: stderr, openedWriter: new(bool)}
 	root := &cobra.Command{
 		Use:   "kv DIR COMMAND [ARGS]",
 		Short: "An embedded, crash-safe key-value store: recover, inspect, verify and repair a data directory",
@@ -216,7 +236,7 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	root.InitDefaultCompletionCmd()
 	completionExamples(root)
 	usageArgs(root)
-	return root
+	return root, g
 }
 
 // completionExamples gives cobra's completion command and its
