@@ -20,6 +20,9 @@ import (
 type dirBackend struct {
 	dir  string
 	opts kv.Options
+	// busy bounds an open's wait for the writer lock (WithBusyTimeout):
+	// negative, the caller's context alone; 0, no wait.
+	busy time.Duration
 }
 
 // DefaultStoreOptions are the store options of Open, unless
@@ -63,6 +66,11 @@ const lockPoll = 50 * time.Millisecond
 func (d *dirBackend) open(ctx context.Context, readOnly bool) (*kv.Store, error) {
 	o := d.opts
 	o.ReadOnly, o.WaitForLock = readOnly, false
+	if !readOnly && d.busy >= 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d.busy)
+		defer cancel()
+	}
 	for {
 		s, err := kv.OpenContext(ctx, d.dir, &o)
 		if readOnly || !errors.Is(err, kv.ErrLocked) {

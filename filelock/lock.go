@@ -30,6 +30,24 @@ type options struct {
 	slots       int
 	holderDir   string
 	store       kv.Options
+	busy        time.Duration
+	busySet     bool
+}
+
+// DefaultBusyTimeout bounds how long one operation of a Locker opened on
+// a directory (Open) waits for the store's writer lock, which another
+// process holds while it writes (another lock's acquire, a kv DIR put):
+// the convention of SQLite's busy timeout, seconds rather than zero or
+// forever. Past it the operation fails with an error matching
+// kv.ErrLocked. WithBusyTimeout sets another.
+const DefaultBusyTimeout = 10 * time.Second
+
+// WithBusyTimeout sets how long one operation of a Locker opened on a
+// directory waits for the store's writer lock (DefaultBusyTimeout); a
+// negative d waits for as long as the operation's context allows, 0
+// fails at once.
+func WithBusyTimeout(d time.Duration) Option {
+	return func(o *options) { o.busy, o.busySet = d, true }
 }
 
 // WithStaleAfter sets the window after which a holder that has not
@@ -104,7 +122,11 @@ func Open(dir string, opts ...Option) (*Locker, error) {
 	if o.holderDir == "" {
 		o.holderDir = filepath.Join(dir, HolderDirName)
 	}
-	return newLocker(&dirBackend{dir: dir, opts: o.store}, o)
+	busy := DefaultBusyTimeout
+	if o.busySet {
+		busy = o.busy
+	}
+	return newLocker(&dirBackend{dir: dir, opts: o.store, busy: busy}, o)
 }
 
 // createStore makes sure dir holds a store before anything else goes

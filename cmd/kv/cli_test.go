@@ -82,7 +82,7 @@ func TestLockedDirectory(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	code, _, stderr := kvRun(t, "", dir, "put", "k", "v")
+	code, _, stderr := kvRun(t, "", dir, "put", "k", "v", "--wait", "0")
 	want := fmt.Sprintf("kv: %s is locked by process %d (--wait DURATION waits for it)\n", dir, os.Getpid())
 	if code != exitTempFail || stderr != want {
 		t.Errorf("put on a locked directory: exit %d, stderr %q; want %d, %q", code, stderr, exitTempFail, want)

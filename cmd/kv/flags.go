@@ -82,9 +82,21 @@ func (g *globalOpts) createFlag(c *cobra.Command) {
 	c.Flags().BoolVar(&g.create, "create", false, "create the data directory if it does not exist (else a mistyped DIR is an error)")
 }
 
+// defaultWait is how long a command that writes waits, by default, for
+// another process to close the store: a busy timeout, as SQLite's
+// wrappers set one, of seconds rather than none. A one-shot writer beside
+// other one-shot writers (a lock's waiters, a loop of puts) then waits
+// its turn, which takes milliseconds, instead of failing; one beside a
+// long-running writer fails with exit 75 after it.
+const defaultWait = 10 * time.Second
+
+// waitNotice is how long a wait for the writer's lock lasts before a
+// command says on a terminal that it is waiting.
+const waitNotice = time.Second
+
 // waitFlag adds --wait, for the commands that need the writer's lock.
 func (g *globalOpts) waitFlag(c *cobra.Command) {
-	c.Flags().DurationVar(&g.wait, "wait", 0, "wait up to this long (such as 5s) for another process to close the store; else exit 75 at once")
+	c.Flags().DurationVar(&g.wait, "wait", defaultWait, "wait up to this long for another process to close the store, then exit 75 (0: exit 75 at once)")
 }
 
 // Bounds of the size flags: a segment or a checkpoint threshold below
@@ -190,6 +202,14 @@ func (g *globalOpts) openWrite(ctx context.Context, dir string, create bool) (*k
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, g.wait)
 		defer cancel()
+		if isTerminal(g.stderr) {
+			// A wait of a moment says nothing; a longer one says what
+			// it waits for.
+			t := time.AfterFunc(waitNotice, func() {
+				fmt.Fprintf(g.stderr, "kv: %s is locked by another process: waiting up to %v (--wait 0: exit 75 at once)\n", dir, g.wait)
+			})
+			defer t.Stop()
+		}
 	}
 	s, err := kv.OpenContext(ctx, dir, opts)
 	if errors.Is(err, kv.ErrLocked) {

@@ -78,7 +78,9 @@ func lockFlags(f flagSet, stale *time.Duration, slots *int, strategy *string) {
 }
 
 // lockerOptions builds the lock library's options from the flags.
-func lockerOptions(g *globalOpts, stale time.Duration, slots int, strategy string) ([]filelock.Option, error) {
+// busy bounds each wait for the store's writer lock
+// (filelock.WithBusyTimeout; negative: as long as the context allows).
+func lockerOptions(g *globalOpts, stale time.Duration, slots int, strategy string, busy time.Duration) ([]filelock.Option, error) {
 	st, err := filelock.ParseStrategy(strategy)
 	if err != nil {
 		return nil, usageError{err}
@@ -105,6 +107,7 @@ func lockerOptions(g *globalOpts, stale time.Duration, slots int, strategy strin
 	}
 	return []filelock.Option{
 		filelock.WithStrategy(st), filelock.WithStaleAfter(stale), filelock.WithSlots(slots), filelock.WithStoreOptions(so),
+		filelock.WithBusyTimeout(busy),
 	}, nil
 }
 
@@ -115,7 +118,10 @@ func runLock(cmd *cobra.Command, g *globalOpts, o *lockOpts, dir, name string, a
 			return err
 		}
 	}
-	opts, err := lockerOptions(g, o.staleAfter, o.slots, o.strategy)
+	// The lock's own --wait bounds the whole run, the store's busy
+	// writers included: each open waits for the writer lock as long as
+	// that allows, and the release at the end as long as it takes.
+	opts, err := lockerOptions(g, o.staleAfter, o.slots, o.strategy, -1)
 	if err != nil {
 		return err
 	}

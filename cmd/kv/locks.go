@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"github.com/kvstore/kv/kv"
 	"time"
 
 	"github.com/kvstore/kv/filelock"
@@ -44,7 +46,7 @@ prints what it removed.`,
 			if err := requireDir(a[0]); err != nil {
 				return err
 			}
-			opts, err := lockerOptions(g, o.staleAfter, o.slots, o.strategy)
+			opts, err := lockerOptions(g, o.staleAfter, o.slots, o.strategy, g.wait)
 			if err != nil {
 				return err
 			}
@@ -56,6 +58,9 @@ prints what it removed.`,
 			w := cmd.OutOrStdout()
 			if len(a) == 2 {
 				removed, err := l.Sweep(ctx)
+				if errors.Is(err, kv.ErrLocked) {
+					return lockedError(err, g.wait)
+				}
 				if err != nil {
 					return err
 				}
@@ -75,6 +80,7 @@ prints what it removed.`,
 	lockFlags(c.Flags(), &o.staleAfter, &o.slots, &o.strategy)
 	c.Flags().MarkHidden("slots")
 	g.storeFlags(c)
+	g.waitFlag(c) // sweep's deletes wait for a busy store as writers do
 	c.ValidArgsFunction = func(_ *cobra.Command, a []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		if len(a) == 0 {
 			return nil, cobra.ShellCompDirectiveFilterDirs

@@ -162,9 +162,10 @@ and restore, from a backup; put, add and lock create one only with
 --create; every other command refuses a directory that does not exist.
 
 Locks: one process at a time writes a store. Commands that write (put,
-del, add, load, checkpoint, repair, lease grant and revoke) need the
-writer's lock: without --wait they fail at once (exit 75) when another
-process holds it; with --wait D they wait up to D. Read commands (get,
+del, add, load, checkpoint, repair, lease grant and revoke, locks sweep)
+need the writer's lock: when another process holds it they wait for it,
+up to 10 s by default or --wait D, then exit 75; --wait 0 exits 75 at
+once. Read commands (get,
 scan, dump, log, check, stat, locks, lease list, watch, backup, verify)
 never wait for the lock and never fail because of it: beside a live
 writer they read what it has made durable, without its lock. Without a
