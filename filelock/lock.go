@@ -350,16 +350,51 @@ type watchSet struct {
 // every revision the judgment rests on. Exactly one of any number of
 // racing attempts on the same state wins. An Acquire that finds no slot
 // (or live waiters queued before it) queues, in the same session.
+//
+// A waiter already queued looks first without the session (on a
+// directory, the store's writer lock): it reads the lock's state through
+// the backend's reads (read-only opens), and takes the session only when
+// it would write, to take a slot or clear a dead waiter. So a process
+// that waits never keeps the store from the holder's own writes (a
+// fenced put under kv DIR lock), however many wait beside it.
 func (l *Locker) attempt(ctx context.Context, name string, m Marker, q *queue, try bool) (*Holder, *LockedError, *watchSet, error) {
-	b := l.b
-	if s, ok := b.(lockstore.Sessioner); ok {
-		sb, end, err := s.Session(ctx)
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		defer end()
-		b = sb
+	s, ok := l.b.(lockstore.Sessioner)
+	if !ok {
+		return l.attemptOn(ctx, l.b, name, m, q, try)
 	}
+	if q.enqueued && !try {
+		pb := &peekBackend{Backend: l.b}
+		h, le, ws, err := l.attemptOn(ctx, pb, name, m, q, try)
+		if !pb.wrote && !errors.Is(err, errWouldWrite) {
+			return h, le, ws, err
+		}
+	}
+	sb, end, err := s.Session(ctx)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	defer end()
+	return l.attemptOn(ctx, sb, name, m, q, try)
+}
+
+// peekBackend is a backend's reads alone: a write is not made, and is
+// noted, for an attempt that looks before it takes a session.
+type peekBackend struct {
+	lockstore.Backend
+	wrote bool
+}
+
+// errWouldWrite is a peekBackend's answer to a write.
+var errWouldWrite = errors.New("filelock: a look without the session would write")
+
+func (p *peekBackend) Txn(context.Context, lockstore.Txn) (lockstore.TxnResult, error) {
+	p.wrote = true
+	return lockstore.TxnResult{}, errWouldWrite
+}
+
+// attemptOn is attempt's work on backend b: a session, the backend
+// itself, or a peek.
+func (l *Locker) attemptOn(ctx context.Context, b lockstore.Backend, name string, m Marker, q *queue, try bool) (*Holder, *LockedError, *watchSet, error) {
 	for range raceRetries {
 		kvs, rev, err := b.Range(ctx, namePrefix(name))
 		if err != nil {

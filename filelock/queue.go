@@ -77,11 +77,13 @@ func (l *Locker) queueAhead(ctx context.Context, b lockstore.Backend, st lockSta
 			ahead = append(ahead, w)
 			continue
 		}
-		b.Txn(ctx, lockstore.Txn{
+		// Its holder file goes with its key, and not without it (a look
+		// that does not write leaves both).
+		res, err := b.Txn(ctx, lockstore.Txn{
 			If:   []lockstore.Compare{lockstore.ModRevIs(w.Key, w.ModRev)},
 			Then: []lockstore.Op{lockstore.Delete(w.Key)},
 		})
-		if l.seesHolderFile(&w.Marker) {
+		if err == nil && res.Succeeded && l.seesHolderFile(&w.Marker) {
 			l.removeHolderFile(w.HolderFile)
 		}
 	}

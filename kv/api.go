@@ -197,9 +197,11 @@ type Stats struct {
 	// live writer, made durable itself (a dead writer's last records,
 	// which no later record claimed synced) and shows.
 	RecoveryVouched int
-	// RecoveryWriter is, for a read-only open, the pid of the live writer
-	// it found holding the directory (-1 when the pid cannot be told), 0
-	// when it found none.
+	// RecoveryWriter is, for a read-only open that found records no
+	// writer claimed synced, the pid of the live writer whose hold on the
+	// directory kept it from vouching for them (-1 when the pid cannot be
+	// told): they are that writer's last group, which it marks durable a
+	// moment later. 0 otherwise.
 	RecoveryWriter int
 	Failed         error // the fail-stop cause, if any
 

@@ -104,9 +104,9 @@ type Options struct {
 	// is refused either way (ErrNotDataDir).
 	NoCreate bool
 	// ReadOnly recovers in memory and changes no byte of any file; every
-	// write returns ErrReadOnly. It holds the directory's lock, shared,
-	// only while it recovers (never after Open returns, so it keeps no
-	// writer out), and shows only what is durable:
+	// write returns ErrReadOnly. It takes the directory's lock, shared,
+	// only while it vouches for records no writer claimed synced, and so
+	// keeps no writer out; it shows only what is durable:
 	//
 	// Beside a live writer (which holds the lock: a read-only open goes
 	// on without it), the records that a later record claims synced:

@@ -116,9 +116,9 @@ func OpenContext(ctx context.Context, dir string, opts *Options) (*Store, error)
 	res, err := recovery.Recover(s.fs, dir, recovery.Options{
 		WAL: o.walOptions(), ReadOnly: o.ReadOnly, Logger: s.log, DeferCheckpoint: true,
 		NoCreate: o.NoCreate, VerifyImage: o.VerifyImage,
-		// A read-only open that has the lock, shared, has no live writer
-		// beside it: it vouches for a dead writer's last records itself.
-		Vouch: o.ReadOnly && s.lock != nil,
+		// A read-only open that gets the lock, shared, has no live
+		// writer beside it: it vouches for a dead writer's last records.
+		LockShared: readOnlyLock(o.ReadOnly, s.lockShared),
 	})
 	if err != nil {
 		// The files of a store whose creation failed go, LOCK last,
@@ -129,20 +129,11 @@ func OpenContext(ctx context.Context, dir string, opts *Options) (*Store, error)
 		return nil, describeOpenError(dir, err)
 	}
 	s.recovery = *res
-	if o.ReadOnly && s.lock == nil && s.writerLive == 0 && res.Unvouched > 0 {
-		s.recovery.UnvouchedWhy = "LOCK could not be taken to tell whether a writer is live"
-	}
 	s.recovery.Map, s.recovery.Writer, s.recovery.Leases = nil, nil, nil
 	leaseGrace(s.fs, res.Leases, o.clock())
 	s.shared = &shared{m: res.Map,
 		hist: newHistory(res.Map.Revision(), o.watchHistoryBytes()), metrics: newMetrics(), leases: res.Leases, clock: o.clock()}
 	if o.ReadOnly {
-		// Its map is in memory and its image mapped: it reads no file
-		// of the directory that a writer could change under it, and
-		// holds the lock no longer, so that it never keeps a writer out
-		// (a process waiting for a filelock lock reads through such
-		// opens, beside the holder's writes).
-		s.unlock()
 		return s, nil
 	}
 	c := newCommitter(s.shared, s.fs, dir, s.log, o, res.Writer)
@@ -158,6 +149,14 @@ func OpenContext(ctx context.Context, dir string, opts *Options) (*Store, error)
 		c.ensureStarted()
 	}
 	return s, nil
+}
+
+// readOnlyLock is lock for a read-only open, nil for a writer's.
+func readOnlyLock(readOnly bool, lock func() (func(), error)) func() (func(), error) {
+	if !readOnly {
+		return nil
+	}
+	return lock
 }
 
 // prepareDir makes the directory when it is missing, and returns what to
@@ -206,33 +205,16 @@ func (s *Store) prepareDir(kind recovery.DirKind) (*openUndo, error) {
 func (s *Store) takeLock(ctx context.Context) error {
 	name := path.Join(s.dir, LockName)
 	if s.opts.ReadOnly {
-		// A shared lock would create a missing LOCK, and a read-only
-		// open changes nothing: without one it goes on without the lock
-		// (and vouches for nothing: a writer may be creating it).
-		if _, err := s.fs.Stat(name); err != nil {
-			return nil
-		}
+		// A read-only open takes no lock to read: it never keeps a writer
+		// out. It asks for the lock, shared, only to vouch for records no
+		// writer claimed synced (lockShared).
+		return nil
 	}
 	for {
-		f, err := s.fs.Lock(name, !s.opts.ReadOnly)
+		f, err := s.fs.Lock(name, true)
 		if err == nil {
 			s.lock = f
-			if !s.opts.ReadOnly {
-				s.namePID(f)
-			}
-			return nil
-		}
-		if s.opts.ReadOnly {
-			// A read-only open goes on without the lock when it cannot
-			// have it (a writer has the directory open, or the media is
-			// read-only): it reads, and writes nothing.
-			s.log.Debug("read-only open without the lock", "dir", s.dir, "err", err)
-			if errors.Is(err, vfs.ErrLocked) {
-				s.writerLive = lockfile.Holder(s.fs, name)
-				if s.writerLive == 0 {
-					s.writerLive = -1
-				}
-			}
+			s.namePID(f)
 			return nil
 		}
 		if !errors.Is(err, vfs.ErrLocked) {
@@ -248,6 +230,31 @@ func (s *Store) takeLock(ctx context.Context) error {
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
+}
+
+// lockShared takes LOCK shared for a read-only open's recovery
+// (recovery.Options.LockShared), which asks for it only when the log ends
+// in records no writer claimed synced: had, no writer is live, and the
+// recovery vouches for them itself. A live writer's hold is noted, for
+// Stats. A missing LOCK is not created (a read-only open changes
+// nothing): without it, nothing is vouched for.
+func (s *Store) lockShared() (func(), error) {
+	name := path.Join(s.dir, LockName)
+	if _, err := s.fs.Stat(name); err != nil {
+		return nil, err
+	}
+	f, err := s.fs.Lock(name, false)
+	if err != nil {
+		s.log.Debug("read-only open without the lock", "dir", s.dir, "err", err)
+		if errors.Is(err, vfs.ErrLocked) {
+			s.writerLive = lockfile.Holder(s.fs, name)
+			if s.writerLive == 0 {
+				s.writerLive = -1
+			}
+		}
+		return nil, err
+	}
+	return func() { f.Close() }, nil
 }
 
 // namePID leaves in LOCK, locked by this open, what names this process

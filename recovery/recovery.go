@@ -31,16 +31,20 @@ type Options struct {
 	// synced are left out (Result.Unvouched counts them), since they may
 	// exist in the page cache alone.
 	ReadOnly bool
-	// Vouch lets a ReadOnly recovery vouch for the newest segments'
-	// records itself, for a caller that holds the directory's lock
-	// shared, so that no writer is live: records past the highest synced
-	// claim are shown once an fdatasync of their segment and an fsync of
-	// the directory have returned, and the bytes read back the same past
-	// the page cache (vfs.ReadDurableAt; where the file system cannot
-	// read past it, the fdatasync's success alone). Neither changes a
-	// byte of any file. What it cannot vouch for stays out, counted in
-	// Result.Unvouched, with the reason in Result.UnvouchedWhy.
-	Vouch bool
+	// LockShared, for a ReadOnly recovery, takes the directory's lock
+	// shared, which no live writer allows, and returns how to let it go.
+	// The recovery calls it only when the newest segments hold records
+	// past their synced claims (a live writer's last group, or a dead
+	// writer's), and, when it gets the lock, vouches for those records
+	// itself and applies them: they are shown once an fdatasync of their
+	// segment and an fsync of the directory have returned, and the bytes
+	// read back the same past the page cache (vfs.ReadDurableAt; where
+	// the file system cannot read past it, the fdatasync's success
+	// alone). Neither changes a byte of any file. What it cannot vouch
+	// for stays out, counted in Result.Unvouched, with the reason in
+	// Result.UnvouchedWhy when the lock was had or failed for a reason
+	// other than vfs.ErrLocked (a live writer). nil: it never vouches.
+	LockShared func() (unlock func(), err error)
 	// Logger receives a summary of the recovery; nil discards it.
 	Logger *slog.Logger
 	// DeferCheckpoint leaves the checkpoint that ends a recovery to the
@@ -86,12 +90,14 @@ type Result struct {
 	// open left out because no record claims them durable yet (see
 	// Options.ReadOnly).
 	Unvouched int
-	// UnvouchedWhy says why a Vouch recovery left records out: the error
+	// UnvouchedWhy says why a read-only recovery that found no live
+	// writer left records out: the lock it could not take, the error
 	// of its fdatasync, or the offset where the bytes past the cache
 	// differ.
 	UnvouchedWhy string
 	// Vouched counts the records past the segments' synced claims that a
-	// Vouch recovery made durable itself and shows.
+	// read-only recovery made durable itself (Options.LockShared) and
+	// shows.
 	Vouched int
 	// Torn is set when the newest segment ended in crash damage, cut at
 	// TornOffset of TornSegment.
@@ -271,7 +277,10 @@ func recoverOnce(fsys vfs.FS, dir string, opts Options) (_ *Result, retErr error
 		}
 	}()
 	infos := make([]wal.SegmentInfo, 0, len(live))
-	dirSynced := false // a Vouch recovery's fsync of the directory returned
+	// A read-only recovery's shared lock (Options.LockShared), taken when
+	// first needed, and held until it returns.
+	dirSynced := false // its fsync of the directory returned
+	locked, lockErr := false, error(nil)
 	rp := &replayer{m: lm, leases: res.Leases, lax: lax, rev: lm.Revision()}
 	for i, s := range live {
 		newest := i == len(live)-1
@@ -293,8 +302,19 @@ func recoverOnce(fsys vfs.FS, dir string, opts Options) (_ *Result, retErr error
 			}
 			if newest || !info.Sealed {
 				limit, claimed = info.Synced, info.Synced
-				if opts.Vouch && info.DataEnd > info.Synced {
-					limit = vouch(fsys, dir, file, info.Synced, info.DataEnd, &dirSynced, res)
+				if info.DataEnd > info.Synced && opts.LockShared != nil {
+					if !locked && lockErr == nil {
+						var unlock func()
+						if unlock, lockErr = opts.LockShared(); lockErr == nil {
+							locked = true
+							defer unlock()
+						} else if !errors.Is(lockErr, vfs.ErrLocked) && res.UnvouchedWhy == "" {
+							res.UnvouchedWhy = fmt.Sprintf("LOCK could not be taken to tell whether a writer is live: %v", lockErr)
+						}
+					}
+					if locked {
+						limit = vouch(fsys, dir, file, info.Synced, info.DataEnd, &dirSynced, res)
+					}
 				}
 			}
 		}

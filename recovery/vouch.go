@@ -10,7 +10,7 @@ import (
 )
 
 // vouch makes the bytes [from, to) of segment file durable for a
-// read-only recovery that no live writer competes with (Options.Vouch),
+// read-only recovery that no live writer competes with (Options.LockShared),
 // and returns the offset up to which it vouches for them: to when it
 // could, from (or where the disk's bytes first differ) when it could
 // not, with the reason in res.UnvouchedWhy.
@@ -85,7 +85,7 @@ func mismatch(a, b []byte) int {
 	return min(len(a), len(b))
 }
 
-// VouchTail vouches, as a read-only Recover with Options.Vouch does, for
+// VouchTail vouches, as a read-only Recover with Options.LockShared does, for
 // the records of the newest segments of dir past their synced claims, and
 // returns, by segment, the offset up to which each is now durable (only
 // the segments where that is past the claim). The caller must hold the
