@@ -7,7 +7,6 @@ package filelock
 // proof only in the pid namespace it was recorded in.
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -146,30 +145,11 @@ func startInNamespaceOf(t testing.TB, dir string, pid int, flags ...string) *pro
 // its "ready".
 func startHelperCmd(t testing.TB, cmd *exec.Cmd) *proc {
 	t.Helper()
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
 	cmd.Stderr = &unshareStderr{}
 	// Bounds the wait for the output of processes the helper left
 	// behind, should a cleanup miss one.
 	cmd.WaitDelay = 5 * time.Second
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p := &proc{t: t, cmd: cmd, in: in, lines: make(chan string, 64), pid: cmd.Process.Pid}
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			p.lines <- sc.Text()
-		}
-		close(p.lines)
-	}()
-	t.Cleanup(p.kill)
+	p := launch(t, cmd, 64)
 	if l := p.read(); !strings.HasPrefix(l, "ready") {
 		t.Fatalf("%s: %q", strings.Join(cmd.Args, " "), l)
 	}

@@ -70,6 +70,15 @@ func startProc(t testing.TB, dir string, flags ...string) *proc {
 func startProcNoWait(t testing.TB, dir string, flags ...string) *proc {
 	t.Helper()
 	cmd := exec.Command(helperBin, append([]string{"-dir", dir}, flags...)...)
+	cmd.Stderr = os.Stderr
+	return launch(t, cmd, 1024)
+}
+
+// launch starts cmd, which runs the lockhelper, with its standard input
+// and output piped to a proc (buffering up to lines of output), which a
+// cleanup kills.
+func launch(t testing.TB, cmd *exec.Cmd, lines int) *proc {
+	t.Helper()
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -78,11 +87,10 @@ func startProcNoWait(t testing.TB, dir string, flags ...string) *proc {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	p := &proc{t: t, cmd: cmd, in: in, lines: make(chan string, 1024), pid: cmd.Process.Pid}
+	p := &proc{t: t, cmd: cmd, in: in, lines: make(chan string, lines), pid: cmd.Process.Pid}
 	go func() {
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
