@@ -46,6 +46,13 @@ var ErrNotDataDir = recovery.ErrNotDataDir
 // directory.
 var ErrNoStore = recovery.ErrNoStore
 
+// ErrBusy is matched by the error of a read-only Open that gave up
+// because a live writer changed the directory under every one of its
+// attempts to read it (it tries for a few seconds): no judgment of the
+// directory, which is not corrupt for it; open again later. The error is
+// a *recovery.BusyError naming the directory, the attempts and the time.
+var ErrBusy = recovery.ErrBusy
+
 // ErrFenced is returned by a fenced write when the fence key's revision is
 // no longer the token the writer holds: the writer has lost its lock and
 // nothing was written. It is distinct from a transaction whose compares

@@ -117,12 +117,16 @@ func (r *Report) Clean() bool {
 // byte. The error is for failures to read at all.
 //
 // Check may run beside a live writer: a report with a problem is made
-// again when the directory changed while it was made (see Recover).
+// again, and taken only when the next one finds the same problems on an
+// unchanged directory (see Recover); one that changes under every
+// attempt gives an error matching ErrBusy.
 func Check(fsys vfs.FS, dir string) (*Report, error) {
 	rep, err := whileStable(fsys, dir, func() (*Report, error) {
 		rep, err := checkOnce(fsys, dir)
 		if err == nil && !rep.Clean() {
-			return rep, errUnclean
+			// The problems in the error's text: whileStable takes a
+			// report as the directory's once two in a row say the same.
+			return rep, fmt.Errorf("%w: %v", errUnclean, rep.Problems)
 		}
 		return rep, err
 	})

@@ -135,8 +135,10 @@ type Result struct {
 //
 // A read-only Recover may run beside a live writer, which rotates
 // segments, publishes snapshots and deletes covered segments while it
-// reads: when an attempt fails and the directory changed meanwhile, it
-// starts again, so that a healthy directory is never reported damaged.
+// reads: an attempt's failure is taken as the directory's only when the
+// next attempt fails the same way on an unchanged directory (see
+// whileStable), so that a healthy directory is never reported damaged;
+// one that changes under every attempt gives an error matching ErrBusy.
 func Recover(fsys vfs.FS, dir string, opts Options) (*Result, error) {
 	if opts.ReadOnly {
 		return whileStable(fsys, dir, func() (*Result, error) { return recoverOnce(fsys, dir, opts) })
@@ -799,27 +801,64 @@ func shapeOf(fsys vfs.FS, dir string) shape {
 	return shape{names: strings.Join(names, "/"), meta: meta}
 }
 
-// stableAttempts bounds the attempts of whileStable.
-const stableAttempts = 20
+// stableAttempts bounds the attempts of whileStable; stablePause is the
+// pause after the first failed one, doubled after each up to
+// stableMaxPause, so that a writer in the middle of a write or a
+// checkpoint gets time to finish it, and the pauses add up to about two
+// seconds before a reader gives up.
+const (
+	stableAttempts = 40
+	stablePause    = time.Millisecond
+	stableMaxPause = 50 * time.Millisecond
+)
 
-// whileStable runs read, which reads dir without the lock, and runs it
-// again when it fails and the directory's shape changed while it ran: a
-// writer rotated, checkpointed or deleted what read was about to open.
-// An error from a directory that did not change is the directory's.
+// whileStable runs read, which reads dir without the lock, until it
+// succeeds, or until it fails twice in a row with the same error on a
+// directory whose shape did not change meanwhile: that error is the
+// directory's. Any other failure may be a view of a live writer's moves,
+// and read runs again:
+//
+//   - the shape changed: the writer rotated, checkpointed or deleted what
+//     read was about to open (a segment read as sealed while the listing
+//     held no next one, a snapshot that covers what was listed);
+//   - the shape did not change, and yet one failure is not proof: appends
+//     change no name, and a reader that saw the newest segment while its
+//     writer appended to it, or saw the segment before it unsealed and
+//     then the newest already holding records, or left out a segment's
+//     last records as not yet synced and then read the next ones, saw a
+//     log no single moment held. A writer never makes the same such view
+//     twice, as what it appended stays: the next attempt reads it whole.
+//
+// Damage reads the same every time, so a damaged directory costs one
+// attempt more. After stableAttempts attempts it gives up with a
+// *BusyError, which is no judgment of the directory.
 func whileStable[T any](fsys vfs.FS, dir string, read func() (T, error)) (T, error) {
+	start := time.Now()
+	pause := stablePause
 	var v T
 	var err error
-	for range stableAttempts {
+	var prev error // the failure of the attempt before, on a shape that held
+	var prevShape shape
+	for attempt := 1; ; attempt++ {
 		before := shapeOf(fsys, dir)
 		if v, err = read(); err == nil {
 			return v, nil
 		}
-		if shapeOf(fsys, dir) == before {
+		held := shapeOf(fsys, dir) == before
+		if held && prev != nil && prevShape == before && err.Error() == prev.Error() {
 			return v, err
 		}
+		prev, prevShape = nil, shape{}
+		if held {
+			prev, prevShape = err, before
+		}
+		if attempt == stableAttempts {
+			var zero T
+			return zero, &BusyError{Dir: dir, Attempts: attempt, Elapsed: time.Since(start), Last: err}
+		}
+		time.Sleep(pause)
+		pause = min(2*pause, stableMaxPause)
 	}
-	return v, fmt.Errorf("recovery: %s changed under every one of %d attempts to read it (a live writer checkpointing without pause): %w",
-		dir, stableAttempts, err)
 }
 
 // nextRevision checks that rec, read at off in file, follows a record of

@@ -65,6 +65,13 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 		}
 		return kex.Code
 	}
+	if errors.Is(err, recovery.ErrBusy) {
+		// A reader that gave up on a directory a live writer kept
+		// changing: no judgment of the directory, so not "corrupt" and
+		// not exit 1, but EX_TEMPFAIL, as a held lock: try again later.
+		fmt.Fprintf(stderr, "kv: %s\n", trimKV(err))
+		return exitTempFail
+	}
 	msg := describe(err)
 	if *g.openedWriter && recovery.IsCorrupt(err) {
 		// Found after a writer's open, which may have sealed or rotated
@@ -187,7 +194,9 @@ Exit status: 0 success; 1 failure; 2 a mistake in the command line; 3 a
 bug in kv; 4 a fenced write refused; 5 a lock taken over while its
 command ran; 6 dump --read-only left out records it could not vouch
 durable (it says so); 75 the store is locked by another process (or "kv DIR lock"
-gave up waiting); 128+N interrupted by signal N (130 for Ctrl-C).
+gave up waiting, or a read command gave up on a directory a live writer
+changed under every attempt to read it: try again); 128+N interrupted
+by signal N (130 for Ctrl-C).
 
 "The article" in the help of demo, crashsim and killtest is "Recovery
 Code Must Survive a Crash Too" (Mehdi Akiki), whose store, 17-operation
