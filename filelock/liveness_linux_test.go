@@ -2,7 +2,10 @@ package filelock
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"testing"
+	"time"
 )
 
 func TestNetworkFS(t *testing.T) {
@@ -29,5 +32,36 @@ func TestNetworkFS(t *testing.T) {
 	}
 	if err := checkLocalFS(t.TempDir()); err != nil {
 		t.Errorf("the test's own directory: %v", err)
+	}
+}
+
+// TestJudgeUnopenableHolderFile: a holder file that cannot be opened
+// (here a symlink to itself: ELOOP, even for root) tells nothing about
+// its holder, neither alive nor dead: the judge goes on to the pid,
+// which is this live process. Judged dead, the holder's lock would be
+// taken from under it.
+func TestJudgeUnopenableHolderFile(t *testing.T) {
+	dir := t.TempDir()
+	l := openLocker(t, dir)
+	host, _ := os.Hostname()
+	for _, tc := range []struct {
+		name  string
+		file  string
+		make  func(path string) error
+		alive bool
+	}{
+		{"symlink loop", "loop.holder", func(p string) error { return os.Symlink(filepath.Base(p), p) }, true},
+		{"unlocked", "free.holder", func(p string) error { return os.WriteFile(p, nil, 0o600) }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := tc.make(filepath.Join(dir, HolderDirName, tc.file)); err != nil {
+				t.Fatal(err)
+			}
+			m := Marker{PID: os.Getpid(), PIDStart: selfStart(), PIDNS: pidNamespace(), BootID: bootID(), Host: host,
+				Renewed: time.Now(), HolderFile: tc.file}
+			if alive, why := l.judge(&m, time.Now()); alive != tc.alive {
+				t.Errorf("holder judged alive %v (%s), want %v", alive, why, tc.alive)
+			}
+		})
 	}
 }

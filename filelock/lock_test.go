@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/kvstore/kv/filelock/lockstore"
 	"github.com/kvstore/kv/kv"
 )
@@ -284,5 +285,94 @@ func TestLostClosedOnceUnderRace(t *testing.T) {
 		default:
 			t.Fatalf("round %d: the loss was found but Lost is still open", round)
 		}
+	}
+}
+
+// interposer is a backend that runs before once, just ahead of the first
+// transaction it is asked to commit: another process's commit that lands
+// between an attempt's look at the lock and its own commit.
+type interposer struct {
+	lockstore.Backend
+	before func()
+	fired  bool
+}
+
+func (b *interposer) Txn(ctx context.Context, t lockstore.Txn) (lockstore.TxnResult, error) {
+	if !b.fired {
+		b.fired = true
+		b.before()
+	}
+	return b.Backend.Txn(ctx, t)
+}
+
+// TestTakeoverRaceOneWins: two takers judge the same dead holder, and
+// the second commits its takeover between the first's look and its
+// commit. Only one may win: the first's takeover is guarded by a compare
+// on the revision it judged dead, which the second's commit moved, so it
+// reads again, finds the second alive, and fails with ErrLocked. Without
+// that compare both get the lock, each with a token.
+func TestTakeoverRaceOneWins(t *testing.T) {
+	s, err := kv.Open(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	holders := t.TempDir()
+	newLocker := func(b lockstore.Backend) *Locker {
+		l, err := NewBackend(b, holders)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	die(mustAcquire(t, newLocker(StoreBackend(s)), "job"))
+
+	second := newLocker(StoreBackend(s))
+	var h2 *Holder
+	var err2 error
+	first := newLocker(&interposer{Backend: StoreBackend(s), before: func() {
+		h2, err2 = second.TryAcquire("job")
+	}})
+	h1, err1 := first.TryAcquire("job")
+	for _, h := range []*Holder{h1, h2} {
+		if h != nil {
+			defer h.Release()
+		}
+	}
+	type outcome struct{ FirstWon, FirstLocked, SecondWon bool }
+	want := outcome{FirstWon: false, FirstLocked: true, SecondWon: true}
+	got := outcome{FirstWon: err1 == nil, FirstLocked: errors.Is(err1, ErrLocked), SecondWon: err2 == nil}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("two takeovers of one dead holder (-want +got):\n%s\nfirst: %v; second: %v", diff, err1, err2)
+	}
+}
+
+// TestFencedAfterExtend: a holder's fenced writes commit however often it
+// renewed its marker. Extend rewrites the slot key, which moves its mod
+// revision but not its create revision, the token: the fence finds the
+// holder's slot by the token among create revisions.
+func TestFencedAfterExtend(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		extends int
+	}{
+		{"fresh", 0},
+		{"after one Extend", 1},
+		{"after two Extends", 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			l := openLocker(t, t.TempDir())
+			h := mustAcquire(t, l, "job")
+			defer h.Release()
+			for range tc.extends {
+				if err := h.Extend(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := l.Fenced("job", h.Token()).Put(ctx, "k", []byte("v")); err != nil {
+				t.Errorf("the holder's own fenced put, token %d: %v", h.Token(), err)
+			}
+		})
 	}
 }

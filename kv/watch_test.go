@@ -406,3 +406,106 @@ func TestWatchFromFuture(t *testing.T) {
 	}
 	c.none(t, 20*time.Millisecond)
 }
+
+// TestWatchFromCompactedRevision: the oldest revision a watch can start
+// from is the one after the compacted revision, never the compacted one
+// itself: the store's history does not hold its events (it begins at the
+// open), and the directory's snapshot holds the keys as they are after
+// it, not its changes. A watch from it ends with a CompactedError; one
+// that started would yield revision 11 first and leave 10 out.
+func TestWatchFromCompactedRevision(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		watch func(t *testing.T) iter.Seq2[kv.Event, error]
+	}{
+		{"store, history from the open", func(t *testing.T) iter.Seq2[kv.Event, error] {
+			s, fsys := memStore(t, nil)
+			for i := range 10 {
+				must(s.Put([]byte(fmt.Sprint("k", i)), []byte("v")))
+			}
+			s.Close()
+			s = reopen(t, fsys, kv.Options{})
+			must(s.Put([]byte("after"), []byte("v"))) // 11: what a wrongly started watch yields
+			return s.Watch(context.Background(), nil, 10)
+		}},
+		{"directory, snapshot at 10", func(t *testing.T) iter.Seq2[kv.Event, error] {
+			opts := kv.Options{}
+			s, fsys := memStore(t, &opts)
+			opts.FS = fsys
+			for i := range 10 {
+				must(s.Put([]byte(fmt.Sprint("k", i)), []byte("v")))
+			}
+			if err := s.Checkpoint(); err != nil {
+				t.Fatal(err)
+			}
+			must(s.Put([]byte("after"), []byte("v")))
+			if err := s.Sync(); err != nil {
+				t.Fatal(err)
+			}
+			return kv.WatchDir(context.Background(), "/data", &opts, nil, 10)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			next, stop := iter.Pull2(tc.watch(t))
+			defer stop()
+			e, err, ok := next()
+			var ce *kv.CompactedError
+			if !ok || !errors.As(err, &ce) {
+				t.Fatalf("watch from the compacted revision 10: event at revision %d, %v; want a CompactedError", e.Revision(), err)
+			}
+			if diff := cmp.Diff(kv.CompactedError{Requested: 10, Oldest: 11}, *ce); diff != "" {
+				t.Errorf("CompactedError (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestWatchFallsBehindInsideRevision: a watcher that falls behind after
+// it read part of one revision's events (a transaction of more events
+// than a watcher copies at a time) is told to resume from that revision,
+// not the next: the rest of it was never yielded, and a watch resumed
+// from the next would skip it.
+func TestWatchFallsBehindInsideRevision(t *testing.T) {
+	const ops = 300
+	s, _ := memStore(t, &kv.Options{WatchHistoryBytes: 4096})
+	rev := s.Revision() + 1
+	next, stop := iter.Pull2(s.Watch(context.Background(), nil, rev))
+	defer stop()
+	var txn kv.Txn
+	for i := range ops {
+		txn.Then = append(txn.Then, kv.PutOp([]byte(fmt.Sprintf("k%03d", i)), []byte("v")))
+	}
+	if res, err := s.Txn(txn); err != nil || res.Revision != rev {
+		t.Fatalf("Txn: %+v, %v; want revision %d", res, err, rev)
+	}
+	if e, err, _ := next(); err != nil || e.Revision() != rev {
+		t.Fatalf("first event: %+v, %v", e, err)
+	}
+	// The next commit pushes the big revision out of the small history
+	// while the watcher holds only its first batch of it.
+	must(s.Put([]byte("after"), []byte("v")))
+	read := 1
+	var ce *kv.CompactedError
+	for {
+		e, err, ok := next()
+		if !ok {
+			t.Fatal("the watch ended without an error")
+		}
+		if err != nil {
+			if !errors.As(err, &ce) {
+				t.Fatalf("after falling behind: %v, want a CompactedError", err)
+			}
+			break
+		}
+		if e.Revision() != rev {
+			t.Fatalf("event of revision %d yielded, want only %d's before the error", e.Revision(), rev)
+		}
+		read++
+	}
+	if read >= ops {
+		t.Fatalf("the watcher read all %d events of revision %d: it did not fall behind inside it", read, rev)
+	}
+	if diff := cmp.Diff(kv.CompactedError{Requested: rev, Oldest: rev + 1}, *ce); diff != "" {
+		t.Errorf("after %d of revision %d's %d events (-want +got):\n%s", read, rev, ops, diff)
+	}
+}
