@@ -118,6 +118,21 @@ func appendRec(tb testing.TB, w *wal.Writer, rev record.Revision) {
 // yet synced and then read the next ones. Neither Recover nor Check may
 // call it damage; each reads it again and finds it whole.
 func TestReadOnlyBesideRotation(t *testing.T) {
+	// markedThenTwo appends a record, syncs and marks it, then appends
+	// two more that no record claims synced.
+	markedThenTwo := func(tb testing.TB, w *wal.Writer) record.Revision {
+		appendRec(tb, w, 1)
+		if err := w.Sync(); err != nil {
+			tb.Fatal(err)
+		}
+		if err := w.Mark(); err != nil {
+			tb.Fatal(err)
+		}
+		appendRec(tb, w, 2)
+		appendRec(tb, w, 3)
+		return 4
+	}
+
 	for _, c := range []struct {
 		name string
 		// before appends the records of the first segment, from
@@ -153,21 +168,10 @@ func TestReadOnlyBesideRotation(t *testing.T) {
 			// claim: the reader leaves them out, and then finds the
 			// next segment's records vouched for, after a gap (which
 			// it reports as the first segment's missing seal).
-			name: "records left out",
-			before: func(tb testing.TB, w *wal.Writer) record.Revision {
-				appendRec(tb, w, 1)
-				if err := w.Sync(); err != nil {
-					tb.Fatal(err)
-				}
-				if err := w.Mark(); err != nil {
-					tb.Fatal(err)
-				}
-				appendRec(tb, w, 2)
-				appendRec(tb, w, 3)
-				return 4
-			},
-			keys: 4,
-			seg:  2, at: 1,
+			name:   "records left out",
+			before: markedThenTwo,
+			keys:   4,
+			seg:    2, at: 1,
 		},
 		{
 			// The writer goes on between the two reads of the first
@@ -176,21 +180,10 @@ func TestReadOnlyBesideRotation(t *testing.T) {
 			// records as past the claim it read first, reads the
 			// segment sealed, then the next one's records, after a
 			// gap in revisions.
-			name: "revision gap",
-			before: func(tb testing.TB, w *wal.Writer) record.Revision {
-				appendRec(tb, w, 1)
-				if err := w.Sync(); err != nil {
-					tb.Fatal(err)
-				}
-				if err := w.Mark(); err != nil {
-					tb.Fatal(err)
-				}
-				appendRec(tb, w, 2)
-				appendRec(tb, w, 3)
-				return 4
-			},
-			keys: 4,
-			seg:  1, at: 2,
+			name:   "revision gap",
+			before: markedThenTwo,
+			keys:   4,
+			seg:    1, at: 2,
 		},
 	} {
 		for _, reader := range []string{"Recover", "Check"} {
