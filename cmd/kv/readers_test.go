@@ -5,37 +5,24 @@ import (
 	"bytes"
 	"fmt"
 	"maps"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 )
 
-// kvBinary builds kv once for the tests that run it as processes of its
-// own, and returns its path.
-var kvBinary = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "kv-readers-test")
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "kv")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build: %v\n%s", err, out)
-	}
-	return bin, nil
-})
-
+// buildKV builds kv into the test's temporary directory, for a test that
+// runs it as processes of its own (the build cache makes all but the
+// first build quick), and returns its path.
 func buildKV(t *testing.T) string {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("builds kv and runs it as processes of its own")
 	}
-	bin, err := kvBinary()
-	if err != nil {
-		t.Fatal(err)
+	bin := filepath.Join(t.TempDir(), "kv")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	return bin
 }
