@@ -3,6 +3,9 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/kvstore/kv/kv"
+	"github.com/kvstore/kv/vfs"
+	"path/filepath"
 
 	"github.com/kvstore/kv/recovery"
 	"github.com/spf13/cobra"
@@ -42,13 +45,18 @@ writes nothing.`,
 			} else {
 				fmt.Fprintf(w, "snapshot  none\n")
 			}
-			for _, s := range rep.Segments {
+			writer := liveWriter(a[0])
+			for i, s := range rep.Segments {
 				state := "open"
 				switch {
 				case s.Covered:
 					state = "covered (deleted at next open)"
 				case s.Err != nil:
 					state = "corrupt: " + describe(s.Err)
+				case s.Torn && writer != 0 && i == len(rep.Segments)-1:
+					// Beside a live writer, what follows the last whole
+					// record of the newest segment is its write in flight.
+					state = fmt.Sprintf("being written by process %d (whole records up to %d)", writer, s.End)
 				case s.Torn:
 					state = fmt.Sprintf("torn tail at %d", s.End)
 				case s.Sealed:
@@ -115,4 +123,15 @@ func statJSON(rep *recovery.Report) any {
 		out.Segments = append(out.Segments, j)
 	}
 	return out
+}
+
+// liveWriter returns the pid of the process holding dir's LOCK, as the
+// kernel's table of locks names it (Linux), or 0 when no process holds it
+// or the table cannot tell (elsewhere LOCK's pid line may be a dead
+// writer's, and is not taken as proof of a live one).
+func liveWriter(dir string) int {
+	if !vfs.NamesLockHolders(vfs.OS) {
+		return 0
+	}
+	return vfs.LockHolder(vfs.OS, filepath.Join(dir, kv.LockName))
 }
