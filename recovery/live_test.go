@@ -226,25 +226,7 @@ func TestReadOnlyBesideRotation(t *testing.T) {
 						t.Errorf("writer: %v", err)
 					}
 				}}
-				switch reader {
-				case "Recover":
-					ro, err := recovery.Recover(rfs, dir, recovery.Options{ReadOnly: true})
-					if err != nil {
-						t.Fatalf("read-only Recover beside a rotation: %v", err)
-					}
-					defer ro.Map.Close()
-					if diff := cmp.Diff(c.keys, ro.Map.Len()); diff != "" {
-						t.Errorf("keys (-want +got):\n%s", diff)
-					}
-				case "Check":
-					rep, err := recovery.Check(rfs, dir)
-					if err != nil {
-						t.Fatalf("Check beside a rotation: %v", err)
-					}
-					if diff := cmp.Diff([]recovery.Problem(nil), rep.Problems); diff != "" {
-						t.Errorf("problems (-want +got):\n%s", diff)
-					}
-				}
+				readBeside(t, reader, rfs, dir, c.keys, "a rotation")
 				if rfs.hook != nil {
 					// Check reads each segment once: the writer goes on
 					// after it.
@@ -411,28 +393,36 @@ func TestReadOnlyBesideAppend(t *testing.T) {
 				t.Fatal(err)
 			}
 			rfs := &staleFS{FS: mem, file: seg, stale: stale}
-			switch reader {
-			case "Recover":
-				ro, err := recovery.Recover(rfs, dir, recovery.Options{ReadOnly: true})
-				if err != nil {
-					t.Fatalf("read-only Recover beside an append: %v", err)
-				}
-				defer ro.Map.Close()
-				if diff := cmp.Diff(4, ro.Map.Len()); diff != "" {
-					t.Errorf("keys (-want +got):\n%s", diff)
-				}
-			case "Check":
-				rep, err := recovery.Check(rfs, dir)
-				if err != nil {
-					t.Fatalf("Check beside an append: %v", err)
-				}
-				if diff := cmp.Diff([]recovery.Problem(nil), rep.Problems); diff != "" {
-					t.Errorf("problems (-want +got):\n%s", diff)
-				}
-			}
+			readBeside(t, reader, rfs, dir, 4, "an append")
 			if rfs.stale != nil {
 				t.Fatal("the reader never read the newest segment")
 			}
 		})
+	}
+}
+
+// readBeside reads dir through fsys as reader ("Recover", read-only, or
+// "Check") beside a writer's move (what it names), and requires the
+// directory's keys, or no problem.
+func readBeside(t *testing.T, reader string, fsys vfs.FS, dir string, keys int, what string) {
+	t.Helper()
+	switch reader {
+	case "Recover":
+		ro, err := recovery.Recover(fsys, dir, recovery.Options{ReadOnly: true})
+		if err != nil {
+			t.Fatalf("read-only Recover beside %s: %v", what, err)
+		}
+		defer ro.Map.Close()
+		if diff := cmp.Diff(keys, ro.Map.Len()); diff != "" {
+			t.Errorf("keys (-want +got):\n%s", diff)
+		}
+	case "Check":
+		rep, err := recovery.Check(fsys, dir)
+		if err != nil {
+			t.Fatalf("Check beside %s: %v", what, err)
+		}
+		if diff := cmp.Diff([]recovery.Problem(nil), rep.Problems); diff != "" {
+			t.Errorf("problems (-want +got):\n%s", diff)
+		}
 	}
 }
