@@ -240,10 +240,7 @@ func (s *Store) takeLock(ctx context.Context) error {
 // nothing): without it, nothing is vouched for.
 func (s *Store) lockShared() (func(), error) {
 	name := path.Join(s.dir, LockName)
-	if _, err := s.fs.Stat(name); err != nil {
-		return nil, err
-	}
-	f, err := s.fs.Lock(name, false)
+	unlock, err := lockShared(s.fs, name)
 	if err != nil {
 		s.log.Debug("read-only open without the lock", "dir", s.dir, "err", err)
 		if errors.Is(err, vfs.ErrLocked) {
@@ -252,6 +249,19 @@ func (s *Store) lockShared() (func(), error) {
 				s.writerLive = -1
 			}
 		}
+		return nil, err
+	}
+	return unlock, nil
+}
+
+// lockShared takes the existing lock file name shared, and returns how to
+// let it go; a missing one is an error, not created.
+func lockShared(fsys vfs.FS, name string) (func(), error) {
+	if _, err := fsys.Stat(name); err != nil {
+		return nil, err
+	}
+	f, err := fsys.Lock(name, false)
+	if err != nil {
 		return nil, err
 	}
 	return func() { f.Close() }, nil

@@ -144,20 +144,13 @@ type follower struct {
 
 // vouchIfNoWriter vouches for a dead writer's last records, as a
 // read-only open does, when no writer holds dir: it takes the lock
-// shared for as long as that takes. With a live writer, or no LOCK (a
-// shared lock would create it), it does nothing: the writer marks its
-// records.
+// shared only when the log ends in records no writer claimed synced, for
+// as long as vouching takes. With a live writer, or no LOCK (a shared
+// lock would create it), it does nothing: the writer marks its records.
 func vouchIfNoWriter(fsys vfs.FS, dir string, maxRec int) map[wal.SegmentNum]int64 {
-	name := path.Join(dir, LockName)
-	if _, err := fsys.Stat(name); err != nil {
-		return nil
-	}
-	lk, err := fsys.Lock(name, false)
-	if err != nil {
-		return nil
-	}
-	defer lk.Close()
-	v, _ := recovery.VouchTail(fsys, dir, maxRec)
+	v, _ := recovery.VouchTail(fsys, dir, maxRec, func() (func(), error) {
+		return lockShared(fsys, path.Join(dir, LockName))
+	})
 	return v
 }
 

@@ -2,6 +2,7 @@ package recovery
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 
@@ -85,13 +86,16 @@ func mismatch(a, b []byte) int {
 	return min(len(a), len(b))
 }
 
-// VouchTail vouches, as a read-only Recover with Options.LockShared does, for
-// the records of the newest segments of dir past their synced claims, and
-// returns, by segment, the offset up to which each is now durable (only
-// the segments where that is past the claim). The caller must hold the
-// directory's lock shared, so that no writer is live. It changes no byte;
-// what it cannot vouch for it leaves out (why is the second result).
-func VouchTail(fsys vfs.FS, dir string, maxRecordSize int) (map[wal.SegmentNum]int64, string) {
+// VouchTail vouches, as a read-only Recover with Options.LockShared does,
+// for the records of the newest segments of dir past their synced
+// claims, and returns, by segment, the offset up to which each is now
+// durable (only the segments where that is past the claim). It calls
+// lockShared (which must take the directory's lock shared, so that no
+// writer is live) only when there is something to vouch for, and lets
+// the lock go before it returns. It changes no byte; what it cannot vouch
+// for it leaves out (why is the second result; empty beside a live
+// writer, whose records are its own to mark).
+func VouchTail(fsys vfs.FS, dir string, maxRecordSize int, lockShared func() (func(), error)) (map[wal.SegmentNum]int64, string) {
 	segs, err := wal.ListSegments(fsys, dir)
 	if err != nil || len(segs) == 0 {
 		return nil, ""
@@ -99,16 +103,28 @@ func VouchTail(fsys vfs.FS, dir string, maxRecordSize int) (map[wal.SegmentNum]i
 	rd := &wal.Reader{FS: fsys, Dir: dir, MaxRecordSize: maxRecordSize}
 	out := map[wal.SegmentNum]int64{}
 	res := &Result{}
-	dirSynced := false
+	dirSynced, locked := false, false
 	for i := max(0, len(segs)-2); i < len(segs); i++ {
 		info, err := rd.Scan(segs[i], true, nil)
 		if err != nil {
 			return out, err.Error()
 		}
-		if (i == len(segs)-1 || !info.Sealed) && info.DataEnd > info.Synced {
-			if v := vouch(fsys, dir, wal.SegmentPath(dir, segs[i]), info.Synced, info.DataEnd, &dirSynced, res); v > info.Synced {
-				out[segs[i]] = v
+		if (i < len(segs)-1 && info.Sealed) || info.DataEnd <= info.Synced {
+			continue
+		}
+		if !locked {
+			unlock, err := lockShared()
+			if err != nil {
+				if errors.Is(err, vfs.ErrLocked) {
+					return out, ""
+				}
+				return out, fmt.Sprintf("LOCK could not be taken to tell whether a writer is live: %v", err)
 			}
+			defer unlock()
+			locked = true
+		}
+		if v := vouch(fsys, dir, wal.SegmentPath(dir, segs[i]), info.Synced, info.DataEnd, &dirSynced, res); v > info.Synced {
+			out[segs[i]] = v
 		}
 	}
 	return out, res.UnvouchedWhy
