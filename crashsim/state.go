@@ -4,7 +4,6 @@ import (
 	"path"
 	"strings"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/kvstore/kv/internal/opmodel"
 	"github.com/kvstore/kv/kv"
 	"github.com/kvstore/kv/vfs"
@@ -84,9 +83,9 @@ func describe(want, got string) string {
 	return opmodel.Describe(w, g)
 }
 
-// mapDiff is a go-cmp diff of the maps of two dumps.
+// mapDiff is a diff of the maps of two dumps.
 func mapDiff(want, got string) string {
 	w, _ := opmodel.ParseDump(want)
 	g, _ := opmodel.ParseDump(got)
-	return cmp.Diff(w, g)
+	return opmodel.Diff(w, g)
 }

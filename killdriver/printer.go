@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
-	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 )
 
@@ -17,7 +17,7 @@ import (
 type Printer struct {
 	w        io.Writer
 	barW     io.Writer // where the bar goes, when it is a terminal
-	bar      *progressbar.ProgressBar
+	bar      *bar
 	label    string
 	tty      bool
 	lastLine time.Time
@@ -42,11 +42,11 @@ func NewSplitPrinter(w, bar io.Writer, label string) *Printer {
 // Note prints a line, above the bar when there is one.
 func (p *Printer) Note(s string) {
 	if p.bar != nil {
-		p.bar.Clear()
+		p.bar.clear()
 	}
 	fmt.Fprintln(p.w, s)
 	if p.bar != nil {
-		p.bar.RenderBlank()
+		p.bar.render()
 	}
 }
 
@@ -55,16 +55,10 @@ func (p *Printer) Progress(k Progress) {
 	desc := fmt.Sprintf("%s: %d killed, %d bad", p.label, k.Killed, k.Bad)
 	if p.tty {
 		if p.bar == nil {
-			p.bar = progressbar.NewOptions(k.Total,
-				progressbar.OptionSetWriter(p.barW),
-				progressbar.OptionSetWidth(30),
-				progressbar.OptionShowCount(),
-				progressbar.OptionSetPredictTime(true),
-				progressbar.OptionClearOnFinish(),
-			)
+			p.bar = &bar{w: p.barW, total: k.Total, start: time.Now()}
 		}
-		p.bar.Describe(desc)
-		p.bar.Set(k.Done)
+		p.bar.desc = desc
+		p.bar.set(k.Done)
 		return
 	}
 	step := max(k.Total/10, 1)
@@ -77,8 +71,46 @@ func (p *Printer) Progress(k Progress) {
 // Done removes the bar, before the report is printed.
 func (p *Printer) Done() {
 	if p.bar != nil {
-		p.bar.Finish()
-		p.bar.Clear()
+		p.bar.clear()
 		p.bar = nil
 	}
 }
+
+// bar is the progress bar drawn on a terminal: one line, redrawn in
+// place, "DESC [=====     ] DONE/TOTAL, about 40s left". (It was
+// schollz/progressbar, whose package init, and net/http's that it brings,
+// cost every run of the kv command most of a millisecond.)
+type bar struct {
+	w           io.Writer
+	desc        string
+	done, total int
+	start       time.Time
+	drawn       time.Time
+}
+
+// set records done and redraws, at most ten times a second but always on
+// the last run.
+func (b *bar) set(done int) {
+	b.done = done
+	if done < b.total && time.Since(b.drawn) < 100*time.Millisecond {
+		return
+	}
+	b.render()
+}
+
+// render draws the line.
+func (b *bar) render() {
+	const width = 30
+	total := max(b.total, 1)
+	filled := min(width*b.done/total, width)
+	line := fmt.Sprintf("%s [%s%s] %d/%d", b.desc, strings.Repeat("=", filled), strings.Repeat(" ", width-filled), b.done, b.total)
+	if b.done > 0 && b.done < b.total {
+		left := time.Since(b.start) * time.Duration(b.total-b.done) / time.Duration(b.done)
+		line += fmt.Sprintf(", about %v left", left.Round(time.Second))
+	}
+	fmt.Fprintf(b.w, "\r\033[K%s", line)
+	b.drawn = time.Now()
+}
+
+// clear removes the line.
+func (b *bar) clear() { fmt.Fprint(b.w, "\r\033[K") }

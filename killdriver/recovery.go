@@ -15,7 +15,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/kvstore/kv/internal/opmodel"
 )
 
@@ -308,7 +307,7 @@ func Recovery(ctx context.Context, o RecoveryOptions) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		if d := cmp.Diff(model, got); d != "" {
+		if d := opmodel.Diff(model, got); d != "" {
 			return nil, fmt.Errorf("killdriver: a recovery without a crash does not give the workload's map (-want +got):\n%s", d)
 		}
 		want = got
@@ -388,9 +387,9 @@ func recoveryRun(ctx context.Context, o RecoveryOptions, root, prep string, prep
 	switch {
 	case firstErr != nil:
 		desc, bad, detail = "first recovery failed: "+scrub(firstErr.Error(), data), true, firstErr.Error()
-	case firstMap != nil && !cmp.Equal(want, firstMap):
+	case firstMap != nil && !opmodel.Equal(want, firstMap):
 		desc, bad = "first recovery (not killed) gave a different map: "+opmodel.Describe(want, firstMap), true
-		detail = "diff (-want +got):\n" + cmp.Diff(want, firstMap)
+		detail = "diff (-want +got):\n" + opmodel.Diff(want, firstMap)
 	default:
 		out, lived, wrote, err := runWatched(command(ctx, o.Binary, o.Bug, again, "dump"), again)
 		if ctx.Err() != nil {
@@ -404,9 +403,9 @@ func recoveryRun(ctx context.Context, o RecoveryOptions, root, prep string, prep
 		switch {
 		case err != nil:
 			desc, bad, detail = "second recovery failed: "+scrub(err.Error(), again), true, err.Error()
-		case !cmp.Equal(want, got):
+		case !opmodel.Equal(want, got):
 			desc, bad = "different map: "+opmodel.Describe(want, got), true
-			detail = "diff (-want +got):\n" + cmp.Diff(want, got)
+			detail = "diff (-want +got):\n" + opmodel.Diff(want, got)
 		}
 	}
 	r.count(desc, bad, killed)

@@ -13,7 +13,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/kvstore/kv/internal/opmodel"
 )
 
@@ -304,7 +303,7 @@ func Writes(ctx context.Context, o WritesOptions) (*Result, error) {
 		}
 		if opmodel.Dump(got) != hist.Dump(n) {
 			return nil, fmt.Errorf("killdriver: a run without a kill does not give the model's map (-want +got):\n%s",
-				cmp.Diff(hist.Map(n), got))
+				opmodel.Diff(hist.Map(n), got))
 		}
 		chain.add(lived, wrote)
 		dumps = append(dumps, lived)
@@ -499,5 +498,5 @@ func checkWrites(ops []string, hist *opmodel.History, got map[string]string, las
 	}
 	want := hist.Map(best)
 	fail("map of no prefix of the operations",
-		fmt.Sprintf("closest: the model after %d operations: %s\ndiff (-want +got):\n%s", best, opmodel.Describe(want, got), cmp.Diff(want, got)))
+		fmt.Sprintf("closest: the model after %d operations: %s\ndiff (-want +got):\n%s", best, opmodel.Describe(want, got), opmodel.Diff(want, got)))
 }

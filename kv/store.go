@@ -12,7 +12,6 @@ import (
 	"path"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/kvstore/kv/internal/lockfile"
 	"github.com/kvstore/kv/recovery"
@@ -210,26 +209,26 @@ func (s *Store) takeLock(ctx context.Context) error {
 		// writer claimed synced (lockShared).
 		return nil
 	}
-	for {
-		f, err := s.fs.Lock(name, true)
-		if err == nil {
-			s.lock = f
-			s.namePID(f)
-			return nil
-		}
-		if !errors.Is(err, vfs.ErrLocked) {
-			return err
-		}
-		lerr := &LockedError{Dir: s.dir, PID: lockfile.Holder(s.fs, name)}
-		if !s.opts.WaitForLock {
-			return lerr
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%w (%w)", lerr, ctx.Err())
-		case <-time.After(10 * time.Millisecond):
-		}
+	var f vfs.File
+	var err error
+	if s.opts.WaitForLock {
+		f, err = vfs.LockWait(ctx, s.fs, name, true)
+	} else {
+		f, err = s.fs.Lock(name, true)
 	}
+	if err == nil {
+		s.lock = f
+		s.namePID(f)
+		return nil
+	}
+	if !errors.Is(err, vfs.ErrLocked) {
+		return err
+	}
+	lerr := &LockedError{Dir: s.dir, PID: lockfile.Holder(s.fs, name)}
+	if ctx.Err() != nil {
+		return fmt.Errorf("%w (%w)", lerr, ctx.Err())
+	}
+	return lerr
 }
 
 // lockShared takes LOCK shared for a read-only open's recovery

@@ -1,6 +1,7 @@
 package vfs
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -215,7 +216,7 @@ func (o osFS) Lock(name string, exclusive bool) (File, error) {
 	// taken on the unlinked file is no lock, and is taken again on the
 	// file the name now holds.
 	for range 100 {
-		f, err := o.lockOnce(name, exclusive)
+		f, err := o.lockOnce(name, exclusive, false)
 		if err != errLockStale {
 			return f, err
 		}
@@ -226,7 +227,43 @@ func (o osFS) Lock(name string, exclusive bool) (File, error) {
 // errLockStale is lockOnce's: the file locked is no longer under name.
 var errLockStale = errors.New("vfs: lock file replaced")
 
-func (o osFS) lockOnce(name string, exclusive bool) (File, error) {
+// lockWait is Lock that waits in flock(2) itself while another holder
+// conflicts, so that the lock passes to a waiter the moment it is let go
+// (a poll every few milliseconds leaves it idle between holders). The
+// kernel cannot be told to stop waiting: when ctx ends first, LockWait
+// returns and leaves a goroutine in flock, which lets the lock go the
+// moment it gets it.
+func (o osFS) lockWait(ctx context.Context, name string, exclusive bool) (File, error) {
+	type result struct {
+		f   File
+		err error
+	}
+	got := make(chan result, 1)
+	go func() {
+		var r result
+		for range 100 {
+			r.f, r.err = o.lockOnce(name, exclusive, true)
+			if r.err != errLockStale {
+				got <- r
+				return
+			}
+		}
+		got <- result{err: &os.PathError{Op: "flock", Path: name, Err: errors.New("the lock file keeps being replaced")}}
+	}()
+	select {
+	case r := <-got:
+		return r.f, r.err
+	case <-ctx.Done():
+		go func() {
+			if r := <-got; r.f != nil {
+				r.f.Close()
+			}
+		}()
+		return nil, &os.PathError{Op: "flock", Path: name, Err: fmt.Errorf("%w (%w)", ErrLocked, ctx.Err())}
+	}
+}
+
+func (o osFS) lockOnce(name string, exclusive, wait bool) (File, error) {
 	// O_NOFOLLOW: the holder truncates and writes the lock file, which must
 	// never reach a file outside the directory through a planted symlink.
 	// unix.Open, not os.OpenFile, whose file it would try to add to the
@@ -249,8 +286,11 @@ func (o osFS) lockOnce(name string, exclusive bool) (File, error) {
 	if exclusive {
 		how = unix.LOCK_EX
 	}
+	if !wait {
+		how |= unix.LOCK_NB
+	}
 	for {
-		err = unix.Flock(int(f.Fd()), how|unix.LOCK_NB)
+		err = unix.Flock(int(f.Fd()), how)
 		if err != unix.EINTR {
 			break
 		}

@@ -1,6 +1,9 @@
 package vfs
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"io"
 	"os"
 	"time"
@@ -59,6 +62,36 @@ type FS interface {
 	// another holder conflicts it fails with an error matching ErrLocked.
 	// Closing the file releases the lock; so does the process's death.
 	Lock(name string, exclusive bool) (File, error)
+}
+
+// LockWait is fsys.Lock that waits, until ctx ends, while another holder
+// conflicts; when ctx ends first, its error matches both ErrLocked and
+// ctx's error. On the OS it waits in flock(2), so the lock passes to a
+// waiter as soon as it is let go; on other file systems it tries again
+// every millisecond or few.
+func LockWait(ctx context.Context, fsys FS, name string, exclusive bool) (File, error) {
+	f, err := fsys.Lock(name, exclusive)
+	if err == nil || !errors.Is(err, ErrLocked) || ctx.Err() != nil {
+		return f, err
+	}
+	if w, ok := fsys.(interface {
+		lockWait(context.Context, string, bool) (File, error)
+	}); ok {
+		return w.lockWait(ctx, name, exclusive)
+	}
+	pause := time.Millisecond
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, &os.PathError{Op: "flock", Path: name, Err: fmt.Errorf("%w (%w)", ErrLocked, ctx.Err())}
+		case <-time.After(pause):
+		}
+		f, err = fsys.Lock(name, exclusive)
+		if err == nil || !errors.Is(err, ErrLocked) {
+			return f, err
+		}
+		pause = min(2*pause, 10*time.Millisecond)
+	}
 }
 
 // WillNeed tells the file system that f is about to be read whole, from

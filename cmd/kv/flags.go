@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -106,7 +107,9 @@ const (
 	maxSize = 1 << 40
 )
 
-var sizeRE = regexp.MustCompile(`^([0-9]+) ?([A-Za-z]*)$`)
+// sizeRE is compiled on first use: a regexp compiled at package init
+// costs every run of the command, most of which parse no size.
+var sizeRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^([0-9]+) ?([A-Za-z]*)$`) })
 
 // sizeUnits are the units of parseSize, lower-cased: K, KiB and k are
 // 1024, KB is 1000 (as dd reads them), and so on up.
@@ -124,7 +127,7 @@ func parseSize(flag, s string) (int64, error) {
 	if s == "" {
 		return 0, nil
 	}
-	m := sizeRE.FindStringSubmatch(strings.TrimSpace(s))
+	m := sizeRE().FindStringSubmatch(strings.TrimSpace(s))
 	if m == nil {
 		return 0, usagef("--%s: %q is not a size (such as 4096, 4k, 64MiB or 64MB)", flag, s)
 	}

@@ -6,7 +6,6 @@ import (
 	"io"
 	"io/fs"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -388,7 +387,7 @@ func positionals(valued map[string]bool, args []string) []int {
 		if a == "--" {
 			break
 		}
-		if strings.HasPrefix(a, "-") && len(a) > 1 && !negative.MatchString(a) {
+		if strings.HasPrefix(a, "-") && len(a) > 1 && !isNegative(a) {
 			if !strings.Contains(a, "=") && valued[a] {
 				i++
 			}
@@ -399,8 +398,9 @@ func positionals(valued map[string]bool, args []string) []int {
 	return pos
 }
 
-// negative matches a negative number, which no flag of kv looks like.
-var negative = regexp.MustCompile(`^-[0-9]`)
+// isNegative reports whether a starts as a negative number does, which
+// no flag of kv does.
+func isNegative(a string) bool { return len(a) > 1 && a[0] == '-' && a[1] >= '0' && a[1] <= '9' }
 
 func swapDirVerb(root *cobra.Command, args []string) []string {
 	pos := positionals(valuedFlags(root), args)
@@ -424,7 +424,7 @@ func negativeArgs(root *cobra.Command, args []string) []string {
 	}
 	found := false
 	for _, i := range pos[1:] {
-		found = found || negative.MatchString(args[i])
+		found = found || isNegative(args[i])
 	}
 	if !found {
 		return args

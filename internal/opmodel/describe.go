@@ -2,6 +2,7 @@ package opmodel
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -81,3 +82,39 @@ func short(s string) string {
 	}
 	return q
 }
+
+// Diff lists every key where got differs from want, one line per side in
+// key order, "-" for want's entry and "+" for got's, values quoted; equal
+// maps give "". It is the full form of Describe, for a report to keep.
+// (The checkers once used go-cmp for this; it is one line of this, and
+// its package init cost every run of the kv command a millisecond.)
+func Diff(want, got map[string]string) string {
+	keys := make([]string, 0, len(want)+len(got))
+	for k := range want {
+		keys = append(keys, k)
+	}
+	for k := range got {
+		if _, ok := want[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		w, wok := want[k]
+		g, gok := got[k]
+		if wok && gok && w == g {
+			continue
+		}
+		if wok {
+			fmt.Fprintf(&b, "-\t%q: %q\n", k, w)
+		}
+		if gok {
+			fmt.Fprintf(&b, "+\t%q: %q\n", k, g)
+		}
+	}
+	return b.String()
+}
+
+// Equal reports whether two maps hold the same entries.
+func Equal(want, got map[string]string) bool { return maps.Equal(want, got) }

@@ -42,3 +42,15 @@ func TestSummary(t *testing.T) {
 		t.Errorf("got %q, want %q", got, want)
 	}
 }
+
+func TestDiff(t *testing.T) {
+	want := map[string]string{"a": "1", "b": "2", "c": "3"}
+	got := map[string]string{"a": "1", "b": "20", "d": "4"}
+	const expect = "-\t\"b\": \"2\"\n+\t\"b\": \"20\"\n-\t\"c\": \"3\"\n+\t\"d\": \"4\"\n"
+	if d := Diff(want, got); d != expect {
+		t.Errorf("Diff = %q, want %q", d, expect)
+	}
+	if d := Diff(want, want); d != "" || !Equal(want, want) || Equal(want, got) {
+		t.Errorf("equal maps: Diff %q, Equal %v; unequal: Equal %v", d, Equal(want, want), Equal(want, got))
+	}
+}
