@@ -29,7 +29,7 @@ const imageKeys = 400
 
 // imageOptions make the waves checkpoint several times, each image a few
 // dozen KiB.
-var imageOptions = kv.Options{SegmentSize: 1024, CheckpointBytes: 2048}
+var imageOptions = kv.Options{SegmentSize: 1024, CheckpointBytes: 2048, LogRetention: 1024}
 
 func imageKey(i int) []byte { return []byte(fmt.Sprintf("img%04d", i)) }
 

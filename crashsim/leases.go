@@ -263,7 +263,7 @@ func (c fixedClock) Now() time.Time                     { return c.t }
 func (fixedClock) After(time.Duration) <-chan time.Time { return nil }
 
 // leaseOptions are smallOptions with the recoveries' clock.
-var leaseOptions = kv.Options{SegmentSize: 1024, CheckpointBytes: 1024, Clock: fixedClock{leaseT0}}
+var leaseOptions = kv.Options{SegmentSize: 1024, CheckpointBytes: 1024, LogRetention: 1024, Clock: fixedClock{leaseT0}}
 
 // leaseHistory is the reference's history of a leases workload.
 type leaseHistory struct{ dumps []string }

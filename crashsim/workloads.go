@@ -264,8 +264,9 @@ func randomOps(n int, seed uint64) []kv.Op {
 }
 
 // smallOptions make a few hundred operations rotate segments and
-// checkpoint several times.
-var smallOptions = kv.Options{SegmentSize: 1024, CheckpointBytes: 4096}
+// checkpoint several times, each checkpoint keeping about two covered
+// segments for watchers and deleting the rest.
+var smallOptions = kv.Options{SegmentSize: 1024, CheckpointBytes: 4096, LogRetention: 2048}
 
 // Workloads returns the named workloads; n sizes the generated ones.
 func Workloads(n int, seed uint64) ([]Workload, error) {
@@ -329,7 +330,7 @@ func WorkloadNames() []string {
 
 // valueOptions give the values workload segments that hold a few of its
 // big values each.
-var valueOptions = kv.Options{SegmentSize: 16 << 10, CheckpointBytes: 48 << 10}
+var valueOptions = kv.Options{SegmentSize: 16 << 10, CheckpointBytes: 48 << 10, LogRetention: 16 << 10}
 
 // valueOps generates n operations, seeded: counters (adds, so that a
 // double application shows) and puts whose values a hostile or unlucky
@@ -428,7 +429,7 @@ func tornTail(s State) (State, error) {
 func RandomWorkload(n int, seed uint64) Workload {
 	ops := randomOps(n, seed)
 	w := Workload{Name: fmt.Sprintf("random(seed=%d, ops=%d)", seed, n), Dir: dataDir, Initial: State{}, Ops: ops,
-		Options: kv.Options{SegmentSize: int64(512 + seed%4*512), CheckpointBytes: int64(2048 + seed%3*2048)}}
+		Options: kv.Options{SegmentSize: int64(512 + seed%4*512), CheckpointBytes: int64(2048 + seed%3*2048), LogRetention: int64(seed%3)*1024 - 1}}
 	if seed%2 == 0 {
 		w.Program = writesProgram(ops)
 	} else {
@@ -470,7 +471,7 @@ func Shrink(n int, seed uint64, cfg Config) (int, *Report, error) {
 }
 
 // neverOptions are smallOptions under the Never sync mode.
-var neverOptions = kv.Options{SegmentSize: 1024, CheckpointBytes: 4096, Sync: kv.Never}
+var neverOptions = kv.Options{SegmentSize: 1024, CheckpointBytes: 4096, LogRetention: 2048, Sync: kv.Never}
 
 // neverProgram writes one operation at a time under the Never sync mode,
 // where a write returns before it is durable: it promises nothing until

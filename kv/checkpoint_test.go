@@ -21,7 +21,7 @@ import (
 func TestCheckpointCoversItsRotation(t *testing.T) {
 	mem := vfs.NewMem()
 	h := &hookFS{FS: mem}
-	opts := kv.Options{FS: h, SegmentSize: 2 << 10, CheckpointBytes: -1, NoPreallocate: true}
+	opts := kv.Options{FS: h, SegmentSize: 2 << 10, CheckpointBytes: -1, NoPreallocate: true, LogRetention: -1}
 	s, _ := memStore(t, &opts)
 	want := map[string]string{}
 	put := func(i int) {

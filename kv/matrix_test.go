@@ -148,7 +148,7 @@ func prepareMatrix(tb testing.TB, lay matrixLayout) *matrixDir {
 	tb.Helper()
 	ops := matrixOps()
 	mem := vfs.NewMem()
-	opts := kv.Options{FS: mem, SegmentSize: lay.segmentSize, CheckpointBytes: -1}
+	opts := kv.Options{FS: mem, SegmentSize: lay.segmentSize, CheckpointBytes: -1, LogRetention: -1}
 	s, err := kv.Open("/data", &opts)
 	if err != nil {
 		tb.Fatal(err)
@@ -485,7 +485,7 @@ func (d *matrixDir) runCase(tb testing.TB, c matrixDamage, bug variant.Bug) (out
 	c.apply(files)
 	fsys := memDirWith(tb, files)
 	before := filesOf(tb, fsys)
-	opts := kv.Options{FS: variant.Wrap(fsys, bug), SegmentSize: d.segmentSize, CheckpointBytes: -1}
+	opts := kv.Options{FS: variant.Wrap(fsys, bug), SegmentSize: d.segmentSize, CheckpointBytes: -1, LogRetention: -1}
 	s, err := kv.Open("/data", &opts)
 	lazy := false
 	if err == nil && c.file == snapshot.Name && c.expect == mustRefuse && isImage(d.files[snapshot.Name]) {

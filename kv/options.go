@@ -58,6 +58,9 @@ const (
 	DefaultMaxValueSize    = 4 << 20
 	// DefaultWatchHistoryBytes bounds the watch history (see Store.Watch).
 	DefaultWatchHistoryBytes = 4 << 20
+	// DefaultLogRetention is the log kept behind each checkpoint for
+	// watchers in other processes (see Options.LogRetention).
+	DefaultLogRetention = 4 << 20
 )
 
 // Options configure a Store. The zero value is valid: the OS file system,
@@ -131,6 +134,17 @@ type Options struct {
 	// that falls behind it, ends with ErrCompacted. 0 means 4 MiB (about
 	// 20,000 changes of 100-byte values).
 	WatchHistoryBytes int64
+	// LogRetention is the log, in bytes, that a checkpoint keeps behind
+	// the snapshot for watchers in other processes (WatchDir, kv DIR
+	// watch), as the in-process watch keeps WatchHistoryBytes: the newest
+	// segments the snapshot covers stay while the ones kept add up to less
+	// than it, so at least this much of the log before the checkpoint
+	// stays, in whole segments (up to one segment more). A watcher that
+	// has read the log up to within this many bytes of the writer's
+	// position at a checkpoint goes on past it. Covered segments are
+	// never read by recovery. 0 means DefaultLogRetention (4 MiB);
+	// negative keeps none.
+	LogRetention int64
 	// VerifyImage makes a writer's Open read and check every block of the
 	// snapshot's image before it writes anything (an open may seal or
 	// rotate the log): damage anywhere in the image then fails Open with
@@ -189,6 +203,16 @@ func (o *Options) checkpointBytes() int64 {
 		return DefaultCheckpointBytes
 	}
 	return o.CheckpointBytes
+}
+
+func (o *Options) logRetention() int64 {
+	switch {
+	case o.LogRetention < 0:
+		return 0
+	case o.LogRetention == 0:
+		return DefaultLogRetention
+	}
+	return o.LogRetention
 }
 
 func (o *Options) watchHistoryBytes() int64 {

@@ -23,7 +23,7 @@ import (
 func salvageStore(t *testing.T) (*vfs.MemFS, kv.Options) {
 	t.Helper()
 	mem := vfs.NewMem()
-	opts := kv.Options{FS: mem, SegmentSize: 1 << 10, CheckpointBytes: -1, NoPreallocate: true}
+	opts := kv.Options{FS: mem, SegmentSize: 1 << 10, CheckpointBytes: -1, NoPreallocate: true, LogRetention: -1}
 	s, err := kv.Open("/data", &opts)
 	if err != nil {
 		t.Fatal(err)

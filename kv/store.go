@@ -114,7 +114,7 @@ func OpenContext(ctx context.Context, dir string, opts *Options) (*Store, error)
 	}
 	res, err := recovery.Recover(s.fs, dir, recovery.Options{
 		WAL: o.walOptions(), ReadOnly: o.ReadOnly, Logger: s.log, DeferCheckpoint: true,
-		NoCreate: o.NoCreate, VerifyImage: o.VerifyImage,
+		NoCreate: o.NoCreate, VerifyImage: o.VerifyImage, RetainLog: o.logRetention(),
 		// A read-only open that gets the lock, shared, has no live
 		// writer beside it: it vouches for a dead writer's last records.
 		LockShared: readOnlyLock(o.ReadOnly, s.lockShared),

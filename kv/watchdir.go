@@ -31,13 +31,16 @@ import (
 //
 // It goes on across the writer's checkpoints and restarts, and while no
 // writer runs: it opens each new segment as it appears, and an open
-// segment stays readable after a checkpoint deletes it. A from older than
-// the snapshot's revision ends the watch with a *CompactedError (matching
-// ErrCompacted) naming the oldest revision it can start from, and so does
-// a watch that fell behind: one whose loop body read so slowly that more
-// than 16 segments piled up unread (each holds its disk space until
-// read), or one that a checkpoint outran (a segment created and deleted
-// before the watch woke). Damage that is not the writer's appending ends
+// segment stays readable after a checkpoint deletes it. A writer's
+// checkpoint keeps the newest Options.LogRetention bytes (4 MiB unless
+// set) of the log it covers, so a watch that has read to within that of
+// the writer's position when it checkpoints goes on past it, however
+// many segments that is. A from older than the snapshot's revision ends
+// the watch with a *CompactedError (matching ErrCompacted) naming the
+// oldest revision it can start from, and so does a watch that fell
+// behind: one more than the retention and 16 open segments behind (each
+// segment opened ahead holds its disk space until read), or one that a
+// checkpoint outran. Damage that is not the writer's appending ends
 // it with the reader's error. opts may be nil; its FS and maximum sizes
 // are used.
 func WatchDir(ctx context.Context, dir string, opts *Options, prefix []byte, from Revision, wopts ...WatchOption) iter.Seq2[Event, error] {

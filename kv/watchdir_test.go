@@ -1,6 +1,7 @@
 package kv_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/kvstore/kv/kv"
 	"github.com/kvstore/kv/vfs"
+	"github.com/kvstore/kv/wal"
 )
 
 // TestWatchDirEvents: a watch of the directory yields what Store.Watch
@@ -171,7 +173,7 @@ func TestWatchDirFromNow(t *testing.T) {
 // did not read while checkpoints deleted the segments it had yet to
 // open, end with a CompactedError naming the snapshot's next revision.
 func TestWatchDirCompacted(t *testing.T) {
-	opts := kv.Options{SegmentSize: 4096}
+	opts := kv.Options{SegmentSize: 4096, LogRetention: -1}
 	s, fsys := memStore(t, &opts)
 	opts.FS = fsys
 	for i := range 20 {
@@ -235,5 +237,101 @@ func TestWatchDirCompacted(t *testing.T) {
 	}
 	if want > s.Revision() {
 		t.Fatalf("the watch read everything: it kept %d revisions' segments open", want)
+	}
+}
+
+// TestWatchDirRetention: a watch that reads nothing while the writer
+// fills more segments than it opens ahead, and checkpoints after each,
+// goes on past every checkpoint with contiguous revisions while it stays
+// within LogRetention of the writer; once further behind than that, it
+// ends with a CompactedError, not with a gap.
+func TestWatchDirRetention(t *testing.T) {
+	const segment, retain = 4096, 256 << 10
+	opts := kv.Options{SegmentSize: segment, LogRetention: retain}
+	s, fsys := memStore(t, &opts)
+	opts.FS = fsys
+	if _, err := s.Put([]byte("a"), []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	start := s.Revision() + 1
+	next, stop := iter.Pull2(kv.WatchDir(context.Background(), "/data", &opts, nil, start))
+	defer stop()
+	if _, err := s.Put([]byte("b"), []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if e, err, _ := next(); err != nil || e.Revision() != start {
+		t.Fatalf("first event: %+v, %v, want revision %d", e, err, start)
+	}
+	// Write about half the retention, in segments of 4 KiB (four times
+	// the 16 a watch opens ahead), with a checkpoint every 8 segments.
+	value := bytes.Repeat([]byte("x"), 200)
+	writeSegments := func(n int) {
+		t.Helper()
+		for seg := range n {
+			for i := range segment / 256 {
+				if _, err := s.Put(fmt.Appendf(nil, "k%d", i), value); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if seg%8 == 7 {
+				if err := s.Checkpoint(); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if err := s.Sync(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeSegments(64)
+	if err := s.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	segs, err := wal.ListSegments(fsys, "/data")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(segs) < 48 {
+		t.Fatalf("%d segments after the checkpoint, want the retention to keep more than 48: %v", len(segs), segs)
+	}
+	want := start + 1
+	for want <= s.Revision() {
+		e, err, _ := next()
+		if err != nil {
+			t.Fatalf("at revision %d of %d, within the retention: %v", want, s.Revision(), err)
+		}
+		if e.Revision() != want {
+			t.Fatalf("revision %d yielded, want %d: a gap", e.Revision(), want)
+		}
+		want++
+	}
+	// Now fall further behind than the retention: the watch ends with a
+	// CompactedError once it has read what was kept.
+	writeSegments(3 * retain / segment)
+	if err := s.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		e, err, ok := next()
+		if !ok {
+			t.Fatal("the watch ended without an error")
+		}
+		if err != nil {
+			var ce *kv.CompactedError
+			if !errors.As(err, &ce) || ce.Requested != want || ce.Oldest != s.Revision()+1 {
+				t.Fatalf("beyond the retention: %v, want compacted from %d with oldest %d", err, want, s.Revision()+1)
+			}
+			break
+		}
+		if e.Revision() != want {
+			t.Fatalf("revision %d yielded, want %d: a gap", e.Revision(), want)
+		}
+		want++
 	}
 }

@@ -66,6 +66,39 @@ type Options struct {
 	// ErrNoStore, instead of creating a store in it. A ReadOnly Recover
 	// never creates one.
 	NoCreate bool
+	// RetainLog is how many bytes of log, in whole segments, stay behind
+	// the snapshot for watchers in other processes (kv.WatchDir): the
+	// newest segments the snapshot covers are kept while the ones kept
+	// add up to less than it, and only the older ones are deleted (see
+	// Retained). 0 keeps none: every covered segment is deleted.
+	RetainLog int64
+}
+
+// Retained splits the segments a durable snapshot covers (ascending) into
+// those to delete and those to keep for watchers: walking from the
+// newest, a segment is kept while the sizes of the ones kept before it
+// add up to less than retain bytes, so at least retain bytes of the log
+// before the snapshot stay, where there were as many, in at most one
+// segment more. Segment 1 is never kept: a log that starts at segment 1
+// is one that no snapshot covers, so a lost snapshot is always seen (the
+// log after it then starts past 1). A segment whose size cannot be read
+// is kept, and the first such error returned: the next checkpoint or
+// recovery decides again.
+func Retained(fsys vfs.FS, dir string, covered []wal.SegmentNum, retain int64) (del, keep []wal.SegmentNum, err error) {
+	var kept int64
+	i := len(covered)
+	for i > 0 && kept < retain && covered[i-1] > 1 {
+		i--
+		fi, serr := fsys.Stat(wal.SegmentPath(dir, covered[i]))
+		switch {
+		case serr == nil:
+			kept += fi.Size()
+		case errors.Is(serr, fs.ErrNotExist):
+		case err == nil:
+			err = serr
+		}
+	}
+	return covered[:i], covered[i:], err
 }
 
 // Result is what Recover found and did.
@@ -405,14 +438,18 @@ func recoverOnce(fsys vfs.FS, dir string, opts Options) (_ *Result, retErr error
 	// 5. Delete the segments the snapshot covers, once the snapshot is
 	// durable. This process may not have written it: a crash may have
 	// come between its rename and the directory sync.
-	if len(stale) > 0 {
+	del, _, err := Retained(fsys, dir, stale, opts.RetainLog)
+	if err != nil {
+		return nil, err
+	}
+	if len(del) > 0 {
 		if err := syncFile(fsys, path.Join(dir, snapshot.Name)); err != nil {
 			return nil, err
 		}
 		if err := vfs.SyncDir(fsys, dir); err != nil {
 			return nil, err
 		}
-		for _, s := range stale {
+		for _, s := range del {
 			// Safe: the snapshot that covers s is durable.
 			if err := fsys.Remove(wal.SegmentPath(dir, s)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return nil, err
@@ -556,7 +593,7 @@ func checkpoint(fsys vfs.FS, dir string, opts Options, res *Result, last wal.Seg
 	}
 	// 6c and 6d, as a running store's checkpoint does them.
 	meta := snapshot.Meta{Covered: last.Segment, Revision: res.Map.Revision(), Count: uint64(res.Map.Len())}
-	res.Deleted, err = WriteCheckpointLeases(fsys, dir, meta, res.Leases.All(), res.Map.All(nil, nil), res.Snapshot.Covered+1)
+	res.Deleted, err = WriteCheckpointLeases(fsys, dir, meta, res.Leases.All(), res.Map.All(nil, nil), opts.RetainLog)
 	if err != nil {
 		w.Close()
 		return err
@@ -571,20 +608,20 @@ func checkpoint(fsys vfs.FS, dir string, opts Options, res *Result, last wal.Seg
 // publishes a snapshot of entries with meta as its first record, an
 // image (format version 5, image.Write), durable when it returns
 // (snapshot.tmp, fdatasync, rename, directory fsync), and only then
-// deletes the segments it covers from first on, and
-// returns them. A segment already gone (a checkpoint before removed it)
-// is not an error; a failure to delete one is returned after the others
+// deletes the segments it covers but those Retained keeps for retain
+// bytes, and returns them. A segment already gone (a checkpoint before
+// removed it) is not an error; a failure to delete one is returned after the others
 // were tried: the snapshot covers them all, so each may go on its own,
 // and what is left is deleted by the next recovery (step 5). Recovery's
 // checkpoint and the store's background checkpoint both call it.
-func WriteCheckpoint(fsys vfs.FS, dir string, meta snapshot.Meta, entries iter.Seq2[*record.Entry, error], first wal.SegmentNum) ([]wal.SegmentNum, error) {
-	return WriteCheckpointLeases(fsys, dir, meta, nil, entries, first)
+func WriteCheckpoint(fsys vfs.FS, dir string, meta snapshot.Meta, entries iter.Seq2[*record.Entry, error], retain int64) ([]wal.SegmentNum, error) {
+	return WriteCheckpointLeases(fsys, dir, meta, nil, entries, retain)
 }
 
 // WriteCheckpointLeases is WriteCheckpoint of a snapshot that holds the
 // live leases too: in ascending id order, each
 // with the keys bound to it, every one of them among entries.
-func WriteCheckpointLeases(fsys vfs.FS, dir string, meta snapshot.Meta, leases []record.Lease, entries iter.Seq2[*record.Entry, error], first wal.SegmentNum) ([]wal.SegmentNum, error) {
+func WriteCheckpointLeases(fsys vfs.FS, dir string, meta snapshot.Meta, leases []record.Lease, entries iter.Seq2[*record.Entry, error], retain int64) ([]wal.SegmentNum, error) {
 	bug := variant.Of(fsys)
 	covered := meta.Covered
 	if bug == variant.DoubleApply {
@@ -592,8 +629,16 @@ func WriteCheckpointLeases(fsys vfs.FS, dir string, meta snapshot.Meta, leases [
 	}
 	var deleted []wal.SegmentNum
 	deleteCovered := func() error {
-		var first1 error
-		for s := first; s <= covered; s++ {
+		segs, err := wal.ListSegments(fsys, dir)
+		if err != nil {
+			return err
+		}
+		n := 0
+		for n < len(segs) && segs[n] <= covered {
+			n++
+		}
+		del, _, first1 := Retained(fsys, dir, segs[:n], retain)
+		for _, s := range del {
 			// Safe: the snapshot that covers s is durable (or, under the
 			// unlink-early variant, is about to be written: the defect).
 			err := fsys.Remove(wal.SegmentPath(dir, s))

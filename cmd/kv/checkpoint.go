@@ -14,7 +14,9 @@ func newCheckpointCmd(g *globalOpts) *cobra.Command {
 		Short: "Write a snapshot now and delete the log segments it covers",
 		Long: `checkpoint opens the store (running recovery), seals the log segment
 being written, writes a snapshot of every key that covers the sealed
-segments, makes it durable, and deletes those segments. It prints the
+segments, makes it durable, and deletes those segments but the newest
+4 MiB of them, kept for watchers in other processes (kv DIR watch); no
+open ever reads them again. It prints the
 snapshot's revision and key count and the segment the log continues in.
 The store checkpoints by itself every --checkpoint-bytes of log; this is
 for doing it now, before a backup or to make the next open fast.

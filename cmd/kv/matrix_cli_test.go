@@ -19,7 +19,7 @@ import (
 func prepareCLIMatrix(t *testing.T) (string, string) {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "prepared")
-	s, err := kv.Open(dir, &kv.Options{SegmentSize: 512, CheckpointBytes: -1})
+	s, err := kv.Open(dir, &kv.Options{SegmentSize: 512, CheckpointBytes: -1, LogRetention: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -50,7 +50,7 @@ writes nothing.`,
 				state := "open"
 				switch {
 				case s.Covered:
-					state = "covered (deleted at next open)"
+					state = "covered by the snapshot (not replayed; kept for watchers in other processes)"
 				case s.Err != nil:
 					state = "corrupt: " + describe(s.Err)
 				case s.Torn && writer != 0 && i == len(rep.Segments)-1:
