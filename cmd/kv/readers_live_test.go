@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // liveReaderRuns bounds how many times each read command runs beside the
@@ -27,8 +29,9 @@ const livePuts = 20000
 // liveBatch is how many puts the writer is given at once: about 8 KiB.
 const liveBatch = 64
 
-// TestReadersBesideLiveWriter is item 6 of issue 39: every read command
-// runs in a loop beside a "kv DIR load" that rotates 8 KiB segments and
+// TestReadersBesideLiveWriter is items 6 and 7 of issue 39: a watch
+// follows the whole load and prints every revision once, and every read
+// command runs in a loop beside a "kv DIR load" that rotates 8 KiB segments and
 // checkpoints every 64 KiB, and must succeed, or fail with the busy
 // status (exit 75) and message after its bound: never call the healthy
 // directory corrupt. Afterwards check finds it clean.
@@ -40,6 +43,41 @@ func TestReadersBesideLiveWriter(t *testing.T) {
 	if out, err := exec.Command(bin, append([]string{dir, "put", "--create", "k00000", "v0"}, small...)...).CombinedOutput(); err != nil {
 		t.Fatalf("kv DIR put --create: %v\n%s", err, out)
 	}
+
+	// A watch in another process follows the whole load, across its
+	// rotations and checkpoints, and must print every revision once, in
+	// order (checked after the load).
+	watch := exec.Command(bin, dir, "watch", "--from", "1", "--json")
+	watchOut, err := watch.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var watchErr limitedBuffer
+	watch.Stderr = &watchErr
+	if err := watch.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer watch.Process.Kill()
+	watched := make(chan int64, 1) // the last revision in order, or -1 after a gap
+	var watchGap string
+	go func() {
+		sc := bufio.NewScanner(watchOut)
+		last := int64(0)
+		defer func() { watched <- last }()
+		for sc.Scan() {
+			var ev struct {
+				Revision int64 `json:"revision"`
+			}
+			if err := json.Unmarshal(sc.Bytes(), &ev); err != nil || ev.Revision != last+1 {
+				watchGap = fmt.Sprintf("after revision %d the watch printed %q", last, sc.Text())
+				last = -1
+				return
+			}
+			if last = ev.Revision; last == livePuts+1 {
+				return
+			}
+		}
+	}()
 
 	load := exec.Command(bin, append([]string{dir, "load", "--ack"}, small...)...)
 	stdin, err := load.StdinPipe()
@@ -147,6 +185,14 @@ func TestReadersBesideLiveWriter(t *testing.T) {
 	}
 	for _, f := range failures {
 		t.Errorf("kv DIR %s beside a live writer: exit %d\n%s", f.args, f.code, f.stderr)
+	}
+	select {
+	case last := <-watched:
+		if last != livePuts+1 {
+			t.Errorf("the watch beside the writer: %s, ended at revision %d of %d: %s", watchGap, last, livePuts+1, watchErr.String())
+		}
+	case <-time.After(60 * time.Second):
+		t.Errorf("the watch beside the writer had not printed revision %d 60 s after the load ended", livePuts+1)
 	}
 	if out, err := exec.Command(bin, dir, "check").CombinedOutput(); err != nil {
 		t.Errorf("kv DIR check after the writer exited: %v\n%s", err, out)
