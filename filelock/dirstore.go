@@ -2,9 +2,6 @@ package filelock
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"path/filepath"
 	"time"
 
 	"github.com/kvstore/kv/filelock/lockstore"
@@ -54,35 +51,20 @@ func (d *dirBackend) closeWriter(s *kv.Store) error {
 	return s.Close()
 }
 
-// lockPoll bounds a wait for the store's writer lock between two tries.
-const lockPoll = 50 * time.Millisecond
-
 // open opens the store. A read-only open never waits. An open for
-// writing that finds the store's LOCK taken blocks on it (a shared flock
-// of DIR/LOCK, let go at once) until its holder closes the store, and
-// tries again, rather than sleeping between tries
-// (kv.Options.WaitForLock sleeps 10 ms, which under contention made most
-// of a handover's time).
+// writing that finds the store's LOCK taken waits in the kernel's flock
+// for its holder to close the store (kv.Options.WaitForLock), for as
+// long as the busy timeout and ctx allow: the lock passes to a waiter
+// the moment it is let go, with no sleep between tries.
 func (d *dirBackend) open(ctx context.Context, readOnly bool) (*kv.Store, error) {
 	o := d.opts
-	o.ReadOnly, o.WaitForLock = readOnly, false
+	o.ReadOnly, o.WaitForLock = readOnly, !readOnly
 	if !readOnly && d.busy >= 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, d.busy)
 		defer cancel()
 	}
-	for {
-		s, err := kv.OpenContext(ctx, d.dir, &o)
-		if readOnly || !errors.Is(err, kv.ErrLocked) {
-			return s, err
-		}
-		wctx, cancel := context.WithTimeout(ctx, lockPoll)
-		waitUnlocked(wctx, filepath.Join(d.dir, kv.LockName))
-		cancel()
-		if cerr := ctx.Err(); cerr != nil {
-			return nil, fmt.Errorf("%w (%w)", err, cerr)
-		}
-	}
+	return kv.OpenContext(ctx, d.dir, &o)
 }
 
 func (d *dirBackend) Get(ctx context.Context, key string) (lockstore.KeyValue, bool, error) {

@@ -45,25 +45,3 @@ func (w *watcher) wait(ctx context.Context) bool {
 }
 
 func (w *watcher) close() { w.f.Close() }
-
-// waitUnlocked returns when no process holds an exclusive flock on path,
-// or when ctx ends. It blocks in flock on a goroutine of its own, which
-// lets go of the lock as soon as it has it; if ctx ends first, that
-// goroutine finishes when the lock is let go.
-func waitUnlocked(ctx context.Context, path string) {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		f, err := os.Open(path)
-		if err != nil {
-			return
-		}
-		defer f.Close()
-		for unix.Flock(int(f.Fd()), unix.LOCK_SH) == unix.EINTR {
-		}
-	}()
-	select {
-	case <-done:
-	case <-ctx.Done():
-	}
-}

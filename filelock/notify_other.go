@@ -17,7 +17,3 @@ func newWatcher() (*watcher, error) {
 func (w *watcher) watchFile(path string) error   { return nil }
 func (w *watcher) wait(ctx context.Context) bool { <-ctx.Done(); return false }
 func (w *watcher) close()                        {}
-
-// waitUnlocked waits for ctx to end: the caller's timeout is then the
-// poll between two tries of the store's lock.
-func waitUnlocked(ctx context.Context, path string) { <-ctx.Done() }
