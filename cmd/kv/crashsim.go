@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/kvstore/kv/crashsim"
+	"github.com/kvstore/kv/killtest/crashsim"
 	"github.com/kvstore/kv/internal/variant"
 	"github.com/spf13/cobra"
 )

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/kvstore/kv/internal/variant"
-	"github.com/kvstore/kv/killdriver"
+	"github.com/kvstore/kv/killtest/killdriver"
 	"github.com/spf13/cobra"
 )
 

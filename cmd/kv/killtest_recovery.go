@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/kvstore/kv/killdriver"
+	"github.com/kvstore/kv/killtest/killdriver"
 	"github.com/spf13/cobra"
 )
 

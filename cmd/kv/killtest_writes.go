@@ -3,7 +3,7 @@ package main
 import (
 	"context"
 
-	"github.com/kvstore/kv/killdriver"
+	"github.com/kvstore/kv/killtest/killdriver"
 	"github.com/spf13/cobra"
 )
 

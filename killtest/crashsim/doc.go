@@ -1,5 +1,5 @@
 // Package crashsim is the crash-state simulator, one of the store's crash
-// checkers (the other is the kill driver, killdriver). It follows the
+// checkers (the other is the kill driver, killtest/killdriver). It follows the
 // article "Recovery Code Must Survive a Crash Too" (Mehdi Akiki), called
 // the article in this package: its store, its 17-operation workload, its
 // double-apply bug and the shape of its reports.

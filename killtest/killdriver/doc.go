@@ -1,5 +1,5 @@
 // Package killdriver is the kill driver, one of the store's crash
-// checkers (the other is the crash-state simulator, crashsim): it runs the
+// checkers (the other is the crash-state simulator, killtest/crashsim): it runs the
 // real kv binary as separate processes on the real kernel, kills them with
 // SIGKILL at random moments, and checks what the next recovery finds, as
 // the article "Recovery Code Must Survive a Crash Too" (Mehdi Akiki),

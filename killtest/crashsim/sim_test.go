@@ -119,7 +119,7 @@ func TestEveryVariantChecked(t *testing.T) {
 	for _, b := range fsyncFailureBugs {
 		checked[b] = true
 	}
-	readme, err := os.ReadFile("../README.md")
+	readme, err := os.ReadFile("../../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
