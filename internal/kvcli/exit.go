@@ -31,6 +31,13 @@ const (
 	// out records it could not vouch durable with no writer alive (it
 	// said how many, and why, on stderr); "kv DIR dump" recovers them.
 	ExitPartial = 6
+	// ExitNoKey: what the command was asked to read is not there (get of
+	// a missing key), as grep's 1 says "no match": not a failure of
+	// the store.
+	ExitNoKey = 7
+	// ExitDiffers: "kv DIR verify --against FILE" found the store and
+	// the backup different, as diff's 1 says: both were read whole.
+	ExitDiffers = 8
 	// ExitTempFail (EX_TEMPFAIL of sysexits.h): the store is locked by
 	// another writer, or "kv lock --wait D" ran out of time.
 	ExitTempFail = 75
