@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/kvstore/kv/killtest/crashsim"
 	"github.com/kvstore/kv/internal/variant"
+	"github.com/kvstore/kv/killtest/crashsim"
 	"github.com/spf13/cobra"
 )
 
