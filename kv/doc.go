@@ -1,6 +1,9 @@
-// Package kv is an embedded, crash-safe key-value store. It keeps its
-// whole state in memory and makes every acknowledged write durable
-// through a segmented write-ahead log and periodic snapshots.
+// Package kv is an embedded, crash-safe key-value store. It serves its
+// state from its last snapshot, a checksummed image it maps from disk
+// and verifies as it reads, with the changes written since (the log
+// after the last checkpoint) held in memory, and makes every
+// acknowledged write durable through a segmented write-ahead log and
+// periodic snapshots.
 //
 // # Guarantees
 //

@@ -186,7 +186,7 @@ func demo(w io.Writer, keep bool) error {
 	if keep {
 		say("directories kept under %s", root)
 	}
-	say("== what to try next")
+	say("== what to try next (kv is this command: CGO_ENABLED=0 go install ./cmd/kv puts it on PATH)")
 	say("   kv crashsim recovery                        every state a crash can leave, recovered and checked")
 	say("   kv crashsim recovery --bug double-apply     the same checker catching the article's bug")
 	say("   kv killtest recovery --runs 100             SIGKILL real recoveries, as the article did")

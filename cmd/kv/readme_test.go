@@ -9,20 +9,42 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// TestReadmeSamples runs the command samples of README.md and compares
-// their output with what the README shows, so that no sample drifts from
-// the code. A sample is a fenced block of "$ " lines, each followed by its
-// output: "go run ./cmd/kv ARGS" (optionally fed by "printf 'TEXT' |" or
+// TestReadmeSamples runs the command samples of README.md and of the
+// documents under docs/ and compares their output with what each shows,
+// so that no sample drifts from the code. A sample is a fenced block of
+// "$ " lines, each followed by its output: "go run ./cmd/kv ARGS" (optionally fed by "printf 'TEXT' |" or
 // by another "go run ./cmd/kv ARGS |", whose stdout it reads), and "ls
 // DIR". The kill driver's samples are left out: they are timings.
 func TestReadmeSamples(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
+	docs, err := filepath.Glob("../../docs/*.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Chdir(t.TempDir())
+	root, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
 	samples := 0
-	blocks := strings.Split(string(readme), "```")
+	for _, name := range append([]string{"../../README.md"}, docs...) {
+		b, err := os.ReadFile(filepath.Join(root, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Each document's samples run in a directory of their own.
+		t.Chdir(t.TempDir())
+		samples += docSamples(t, filepath.Base(name), string(b))
+	}
+	if samples < 5 {
+		t.Errorf("found %d samples in README.md and docs/, want at least 5", samples)
+	}
+}
+
+// docSamples runs the samples of one document in the current directory,
+// and returns how many it ran.
+func docSamples(t *testing.T, doc, text string) int {
+	t.Helper()
+	samples := 0
+	blocks := strings.Split(text, "```")
 	for i := 1; i < len(blocks); i += 2 {
 		block := blocks[i]
 		if !strings.Contains(block, "$ go run ./cmd/kv ") || strings.Contains(block, "killtest") {
@@ -41,7 +63,7 @@ func TestReadmeSamples(t *testing.T) {
 			}
 			got := runSample(t, cmdLine)
 			if d := cmp.Diff(strings.Join(want, "\n"), strings.TrimSuffix(got, "\n")); d != "" {
-				t.Errorf("README sample %q: output (-README +now):\n%s", cmdLine, d)
+				t.Errorf("%s sample %q: output (-%s +now):\n%s", doc, cmdLine, doc, d)
 			}
 		}
 		for _, line := range strings.Split(strings.TrimSuffix(block, "\n"), "\n")[1:] {
@@ -56,9 +78,7 @@ func TestReadmeSamples(t *testing.T) {
 		}
 		flush()
 	}
-	if samples < 5 {
-		t.Errorf("found %d samples in README.md, want at least 5", samples)
-	}
+	return samples
 }
 
 // runSample runs one sample command line and returns its output, stdout

@@ -109,7 +109,7 @@ func TestSimBugsCaught(t *testing.T) {
 }
 
 // TestEveryVariantChecked: every bug variant has a test that shows a
-// checker catching it, and a row in the README's table of variants; a
+// checker catching it, and a row in docs/crash-testing.md's table of variants; a
 // variant added without either fails here.
 func TestEveryVariantChecked(t *testing.T) {
 	checked := map[variant.Bug]bool{}
@@ -119,7 +119,7 @@ func TestEveryVariantChecked(t *testing.T) {
 	for _, b := range fsyncFailureBugs {
 		checked[b] = true
 	}
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../../docs/crash-testing.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +136,7 @@ func TestEveryVariantChecked(t *testing.T) {
 			t.Errorf("bug variant %s: no checker test catches it (add it to bugCases)", b)
 		}
 		if !rows[b] {
-			t.Errorf("bug variant %s: no row in README.md's table of variants", b)
+			t.Errorf("bug variant %s: no row in docs/crash-testing.md's table of variants", b)
 		}
 		delete(checked, b)
 	}

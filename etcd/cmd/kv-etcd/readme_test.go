@@ -15,12 +15,12 @@ import (
 	"github.com/kvstore/kv/etcd/internal/cluster"
 )
 
-// TestReadmeSample runs README.md's sample of kv on a cluster (the
+// TestReadmeSample runs etcd/README.md's sample of kv on a cluster (the
 // block of "$ kv --etcd $ETCD" lines) on a new 3-member cluster, each
 // line in sh with $ETCD its endpoints and kv in PATH, and compares its
 // stdout and stderr with what the README shows.
 func TestReadmeSample(t *testing.T) {
-	readme, err := os.ReadFile("../../../README.md")
+	readme, err := os.ReadFile("../../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
