@@ -19,6 +19,12 @@ const (
 	// exitPartial: "kv DIR dump --read-only" left out records it could
 	// not vouch durable, with no writer alive.
 	exitPartial = kvcli.ExitPartial
+	// exitNoKey: what the command was asked to read is not there (get
+	// of a missing key), as grep's 1 says "no match".
+	exitNoKey = kvcli.ExitNoKey
+	// exitDiffers: "kv DIR verify --against FILE" found the store and
+	// the backup different, as diff's 1 says.
+	exitDiffers = kvcli.ExitDiffers
 	// exitTempFail (EX_TEMPFAIL of sysexits.h): "kv DIR lock --wait D"
 	// ran out of time while the lock was held.
 	exitTempFail = kvcli.ExitTempFail

@@ -14,8 +14,9 @@ func newGetCmd(g *globalOpts) *cobra.Command {
 		Short: "Print the value of a key",
 		Long: `get prints the value of KEY as it is, followed by a newline; with --raw,
 the value's bytes exactly, with nothing added (for binary values and
-files). A missing key is an error (exit 1). A KEY that starts with a
-double quote is read as a Go-quoted string.
+files). A missing key exits 7, with 'key "KEY" not found' on stderr,
+so that a script tells it from a failure to read the store (exit 1). A
+KEY that starts with a double quote is read as a Go-quoted string.
 
 get is a read command: it never waits for the writer's lock (see "kv
 --help", Locks).`,

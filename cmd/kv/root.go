@@ -32,6 +32,12 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 			code = exitInternal
 		}
 	}()
+	if len(args) == 0 {
+		// As git does: a few lines on stderr and a usage error, not the
+		// whole help on stdout with success.
+		fmt.Fprint(stderr, shortUsage)
+		return exitUsage
+	}
 	if wantsEtcd(args) {
 		return runEtcd(args, stdin, stdout, stderr)
 	}
@@ -154,6 +160,20 @@ func trimPrefix(err error) string {
 // the one run prints.
 func trimKV(err error) string { return kvcli.Trim(err) }
 
+// shortUsage is what kv without arguments prints on stderr: the usage
+// line, the commands most used, and where the rest is.
+const shortUsage = `usage: kv DIR COMMAND [ARGS]     (or: kv COMMAND DIR [ARGS])
+
+  kv DIR put --create KEY VALUE    set a key, making DIR if it is missing
+  kv DIR get KEY                   print a key's value
+  kv DIR load < FILE               apply put/del/add lines from stdin
+  kv DIR dump                      recover and print every key
+  kv DIR check                     verify without changing anything
+  kv demo                          the whole story on a temporary directory
+
+kv --help for more.
+`
+
 const rootLong = `kv works on a data directory of the kv store: write-ahead log segments
 (log.000001, ...) and a snapshot. Every command that opens the directory
 runs recovery first: it loads the snapshot, replays the log segments the
@@ -189,13 +209,21 @@ to it. They run kv-etcd, installed apart ("kv --etcd ENDPOINTS --help").
 Output: --json prints one JSON object per line; see "kv help json" for
 the schema. Errors are one line on stderr starting with "kv: ".
 
-Exit status: 0 success; 1 failure; 2 a mistake in the command line; 3 a
-bug in kv; 4 a fenced write refused; 5 a lock taken over while its
-command ran; 6 dump --read-only left out records it could not vouch
-durable (it says so); 75 the store is locked by another process (or "kv DIR lock"
-gave up waiting, or a read command gave up on a directory a live writer
-changed under every attempt to read it: try again); 128+N interrupted
-by signal N (130 for Ctrl-C).
+Exit status:
+  0       success
+  1       failure
+  2       a mistake in the command line
+  3       a bug in kv
+  4       a fenced write refused, nothing written
+  5       a lock taken over while its command ran
+  6       dump --read-only left out records it could not vouch durable
+  7       get: no such key
+  8       verify: the store and the backup differ
+  75      the store is busy (locked by another writer, lock --wait gave up,
+          or a reader found the store changing under it): try again
+  126     lock: the command could not be run
+  127     lock: the command was not found
+  128+N   interrupted by signal N (130 for Ctrl-C)
 
 "The article" in the help of demo, crashsim and killtest is "Recovery
 Code Must Survive a Crash Too" (Mehdi Akiki), whose store, 17-operation

@@ -110,10 +110,13 @@ func (e keyNotFound) Error() string { return fmt.Sprintf("key %q not found", e.k
 func (e keyNotFound) Unwrap() error { return e.err }
 
 // KeyError words a failed operation on key: a missing key as `key "K"
-// not found` (exit 1), any other error as it is.
+// not found` with ExitNoKey (the key asked for is not there, as grep's 1
+// says "no match"), any other error as it is. The error still matches
+// kv.ErrNotFound.
 func KeyError(key []byte, err error) error {
 	if errors.Is(err, kv.ErrNotFound) {
-		return keyNotFound{key, err}
+		nf := keyNotFound{key, err}
+		return ExitError{Code: ExitNoKey, Msg: nf.Error(), Err: nf}
 	}
 	return err
 }

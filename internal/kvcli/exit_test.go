@@ -20,7 +20,7 @@ func TestErrorsKeepTheirMeaning(t *testing.T) {
 		code int
 		msg  string
 	}{
-		{"not found", KeyError([]byte("k"), fmt.Errorf("%w: %q", kv.ErrNotFound, "k")), kv.ErrNotFound, ExitFailed, `key "k" not found`},
+		{"not found", KeyError([]byte("k"), fmt.Errorf("%w: %q", kv.ErrNotFound, "k")), kv.ErrNotFound, ExitNoKey, `key "k" not found`},
 		{"fenced", FencedError(fmt.Errorf("etcdkv: %w", kv.ErrFenced), "job:7"), kv.ErrFenced, ExitFenced,
 			"fenced: job:7 is not the current holder's token, nothing written (etcdkv: fencing token is stale)"},
 		{"lease ended", KeyError([]byte("k"), &kv.LeaseError{ID: 9}), kv.ErrLeaseNotFound, ExitFailed, ""},
