@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/kvstore/kv/internal/kvcli"
 	"github.com/spf13/cobra"
 )
 
@@ -48,7 +49,7 @@ does not exist.`,
 			if asJSON {
 				return json.NewEncoder(cmd.OutOrStdout()).Encode(map[string]any{"revision": st.Revision, "keys": st.Keys, "segment": seg})
 			}
-			_, err = fmt.Fprintf(cmd.OutOrStdout(), "snapshot at revision %d, %d keys; log continues in %s\n", st.Revision, st.Keys, seg)
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "snapshot at revision %d, %s; log continues in %s\n", st.Revision, kvcli.Plural(int64(st.Keys), "key"), seg)
 			return err
 		},
 		ValidArgsFunction: completeDir,

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/kvstore/kv/internal/kvcli"
 	"github.com/kvstore/kv/internal/variant"
 	"github.com/kvstore/kv/kv"
 	"github.com/kvstore/kv/recovery"
@@ -30,6 +31,7 @@ const defaultInterval = 100 * time.Millisecond
 type globalOpts struct {
 	segmentSize     string
 	checkpointBytes string
+	maxValueSize    string
 	sync            string
 	bug             string
 	noPreallocate   bool
@@ -78,6 +80,27 @@ func (g *globalOpts) storeFlags(c *cobra.Command) {
 	f.BoolVar(&g.noPreallocate, "no-preallocate", false, "reserve no log space ahead of the records (by default up to 1MiB, at most half the free space)")
 }
 
+// maxValueFlag is the most --max-value-size allows: a put of a value
+// that size, with a key of the largest size, is one log record that fits
+// wal.DefaultMaxRecordSize (16 MiB), so that every later open with the
+// default options (get, dump, watch, without the flag) reads it back.
+const maxValueFlag = 15 << 20
+
+// valueSizeFlag adds --max-value-size, for the commands that write
+// values given by the user (put, load).
+func (g *globalOpts) valueSizeFlag(c *cobra.Command) {
+	c.Flags().StringVar(&g.maxValueSize, "max-value-size", "", "refuse values over this size (a size as --segment-size, at most 15MiB; default 4MiB)")
+}
+
+// tooLarge adds to a value refused as too large how to raise the limit;
+// any other error is returned as it is.
+func tooLarge(err error) error {
+	if err == nil || !errors.Is(err, kv.ErrTooLarge) || !strings.Contains(err.Error(), "value of ") {
+		return err
+	}
+	return fmt.Errorf("%w (--max-value-size SIZE raises the limit, up to 15MiB)", err)
+}
+
 // createFlag adds --create, for put, add and lock.
 func (g *globalOpts) createFlag(c *cobra.Command) {
 	c.Flags().BoolVar(&g.create, "create", false, "create the data directory if it does not exist (else a mistyped DIR is an error)")
@@ -99,6 +122,36 @@ const waitNotice = time.Second
 func (g *globalOpts) waitFlag(c *cobra.Command) {
 	c.Flags().DurationVar(&g.wait, "wait", defaultWait, "wait up to this long for another process to close the store, then exit 75 (0: exit 75 at once)")
 }
+
+// foreverDuration is a duration flag whose negative value, its default,
+// means "no limit": its help shows no default, where a DurationVar's
+// would show a meaningless "(default -1ns)".
+type foreverDuration time.Duration
+
+// String implements pflag.Value: "" for no limit, so that help shows no
+// default.
+func (d *foreverDuration) String() string {
+	if *d < 0 {
+		return ""
+	}
+	return time.Duration(*d).String()
+}
+
+// Set implements pflag.Value.
+func (d *foreverDuration) Set(s string) error {
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	if v < 0 {
+		return fmt.Errorf("%v is negative", v)
+	}
+	*d = foreverDuration(v)
+	return nil
+}
+
+// Type implements pflag.Value.
+func (d *foreverDuration) Type() string { return "duration" }
 
 // Bounds of the size flags: a segment or a checkpoint threshold below
 // minSize holds a record or two and is a mistake, not a setting.
@@ -155,6 +208,14 @@ func (g *globalOpts) storeOptions(readOnly bool) (*kv.Options, error) {
 	if o.SegmentSize, err = parseSize("segment-size", g.segmentSize); err != nil {
 		return nil, err
 	}
+	mv, err := parseSize("max-value-size", g.maxValueSize)
+	if err != nil {
+		return nil, err
+	}
+	if mv > maxValueFlag {
+		return nil, usagef("--max-value-size: %q is more than the most of 15MiB (a larger value would be a log record that a store opened with the default options refuses)", g.maxValueSize)
+	}
+	o.MaxValueSize = int(mv)
 	if g.checkpointBytes == "never" {
 		o.CheckpointBytes = -1
 	} else if o.CheckpointBytes, err = parseSize("checkpoint-bytes", g.checkpointBytes); err != nil {
@@ -299,9 +360,13 @@ func unvouchedNote(stderr io.Writer, dir string, s *kv.Store) {
 	if st.RecoveryUnvouched == 0 || st.RecoveryWriter != 0 {
 		return
 	}
-	fmt.Fprintf(stderr, "kv: %s: %d record(s) after revision %d are left out: they may not be durable (%s); "+
-		"\"kv %s dump\" recovers them as a writer does, writing them again and syncing them\n",
-		dir, st.RecoveryUnvouched, st.Revision, st.RecoveryUnvouchedWhy, dir)
+	are, they, them := "are", "they", "them"
+	if st.RecoveryUnvouched == 1 {
+		are, they, them = "is", "it", "it"
+	}
+	fmt.Fprintf(stderr, "kv: %s: %s after revision %d %s left out: %s may not be durable (%s); "+
+		"\"kv %s dump\" recovers %s as a writer does, writing %s again and syncing %s\n",
+		dir, kvcli.Plural(int64(st.RecoveryUnvouched), "record"), st.Revision, are, they, st.RecoveryUnvouchedWhy, dir, them, them, them)
 }
 
 // requireDir refuses a data directory that does not exist.

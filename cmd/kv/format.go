@@ -77,7 +77,11 @@ The objects:
                     an error (exit 1)
   repair            {"steps": [...], "drops": [...], "keep_through": N,
                     "skip": N, "applied": bool}
-  locks             one per holder (see kv locks --help)
+  locks             one per holder (see kv locks --help); sweep, one per
+                    holder removed
+  lease             list, grant, keepalive: one per lease: id, ttl,
+                    ttl_ns, deadline, deadline_unix_ns, keys; revoke
+                    {"id": ID, "revision": N}
   crashsim          the reports, as one JSON array, and
   killtest          the result, as one object: these two keep the names
                     of the checkers' Go fields (Workload, Models, ...)

@@ -13,8 +13,10 @@ import (
 
 // storeCommands are the commands that take the flags shaping a store's
 // files and acknowledgements (--segment-size, --checkpoint-bytes,
-// --sync): those that may write a store. No other command shows them.
-var storeCommands = []string{"put", "del", "add", "load", "dump", "checkpoint", "lock", "locks", "lease", "restore"}
+// --sync, --no-preallocate): those that may write a store's keys. No
+// other command shows them; lock and locks, whose lock store keeps the
+// lock library's own options, neither.
+var storeCommands = []string{"put", "del", "add", "load", "dump", "checkpoint", "lease", "restore"}
 
 // TestHelpEveryCommand: every command has a description and examples,
 // its help shows them, and the usage line of a command on a data
@@ -47,7 +49,7 @@ func TestHelpEveryCommand(t *testing.T) {
 			}
 		}
 		wantStore := c.Parent() == root && slices.Contains(storeCommands, c.Name())
-		for _, f := range []string{"segment-size", "checkpoint-bytes", "sync"} {
+		for _, f := range []string{"segment-size", "checkpoint-bytes", "sync", "no-preallocate"} {
 			if has := c.Flags().Lookup(f) != nil; has != wantStore {
 				t.Errorf("kv %s: has --%s %v, want %v", strings.Join(path, " "), f, has, wantStore)
 			}

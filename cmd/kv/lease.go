@@ -54,8 +54,13 @@ func newLeaseCmd(g *globalOpts) *cobra.Command {
   revoke ID       end a lease now: its keys are deleted at the revision
                   printed
 
+With --json, list, grant and keepalive print one object per lease (id,
+ttl, ttl_ns, deadline, deadline_unix_ns, keys), revoke {"id": ID,
+"revision": N}.
+
 ` + leaseExit,
 		Example: `  kv data lease grant 30s
+  kv data lease grant 30s --json | jq .id
   kv data put lock/job me --lease 7          # bound to lease 7
   kv data lease keepalive 7 --every 10s &    # keeps it while this runs
   kv data lease list
@@ -107,6 +112,9 @@ func newLeaseCmd(g *globalOpts) *cobra.Command {
 				if err := s.Close(); err != nil {
 					return err
 				}
+				if o.json {
+					return json.NewEncoder(w).Encode(leaseJSON(info))
+				}
 				_, err = fmt.Fprintf(w, "lease %d, deadline %s\n", id, formatDeadline(info.Deadline))
 				return err
 			case "keepalive":
@@ -117,7 +125,7 @@ func newLeaseCmd(g *globalOpts) *cobra.Command {
 				if o.every < 0 {
 					return usagef("--every: %v is negative", o.every)
 				}
-				return keepAlive(cmd.Context(), g, dir, ids, o.every, w)
+				return keepAlive(cmd.Context(), g, dir, ids, o.every, w, o.json)
 			case "revoke":
 				ids, err := parseLeaseIDs(rest)
 				if err != nil {
@@ -138,13 +146,16 @@ func newLeaseCmd(g *globalOpts) *cobra.Command {
 				if err := s.Close(); err != nil {
 					return err
 				}
+				if o.json {
+					return json.NewEncoder(w).Encode(jsonRevoke{ID: uint64(ids[0]), Revision: rev})
+				}
 				_, err = fmt.Fprintf(w, "revision %d\n", rev)
 				return err
 			}
 			return usagef("lease: %q is not list, grant, keepalive or revoke\nUsage: kv %s", action, cmd.Use)
 		},
 	}
-	jsonFlag(c, &o.json, "list: one JSON object per lease")
+	jsonFlag(c, &o.json, "list, grant, keepalive: one JSON object per lease; revoke: {\"id\", \"revision\"}")
 	c.Flags().DurationVar(&o.every, "every", 0, "keepalive: renew again every D until killed (0: once)")
 	g.waitFlag(c)
 	g.storeFlags(c)
@@ -155,7 +166,10 @@ func newLeaseCmd(g *globalOpts) *cobra.Command {
 // (then it exits 0) or a renewal fails. Each renewal opens the store and
 // closes it, so that other writers get the directory between renewals;
 // it waits for the writer's lock at most until the earliest deadline.
-func keepAlive(ctx context.Context, g *globalOpts, dir string, ids []kv.LeaseID, d time.Duration, w io.Writer) error {
+// Each renewal prints a line per lease, or with asJSON an object as
+// "lease list --json" prints it.
+func keepAlive(ctx context.Context, g *globalOpts, dir string, ids []kv.LeaseID, d time.Duration, w io.Writer, asJSON bool) error {
+	enc := json.NewEncoder(w)
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -190,6 +204,9 @@ func keepAlive(ctx context.Context, g *globalOpts, dir string, ids []kv.LeaseID,
 				s.Close()
 				return err
 			}
+			if full, err := s.Lease(id); err == nil && asJSON {
+				info.Keys = full.Keys // KeepAlive's answer leaves them out
+			}
 			infos = append(infos, info)
 		}
 		if err := s.Close(); err != nil {
@@ -198,7 +215,13 @@ func keepAlive(ctx context.Context, g *globalOpts, dir string, ids []kv.LeaseID,
 		deadline = time.Time{}
 		for _, info := range infos {
 			// Printed once durable: a holder may count on it.
-			if _, err := fmt.Fprintf(w, "lease %d, deadline %s\n", info.ID, formatDeadline(info.Deadline)); err != nil {
+			var err error
+			if asJSON {
+				err = enc.Encode(leaseJSON(info))
+			} else {
+				_, err = fmt.Fprintf(w, "lease %d, deadline %s\n", info.ID, formatDeadline(info.Deadline))
+			}
+			if err != nil {
 				return err
 			}
 			if deadline.IsZero() || info.Deadline.Before(deadline) {
@@ -270,15 +293,27 @@ type jsonLease struct {
 	Keys     []string `json:"keys"`
 }
 
+// leaseJSON is l as the lease commands print it with --json.
+func leaseJSON(l kv.LeaseInfo) jsonLease {
+	jl := jsonLease{ID: uint64(l.ID), TTL: l.TTL.String(), TTLNanos: int64(l.TTL),
+		Deadline: formatDeadline(l.Deadline), Unix: l.Deadline.UnixNano(), Keys: []string{}}
+	for _, k := range l.Keys {
+		jl.Keys = append(jl.Keys, string(k))
+	}
+	return jl
+}
+
+// jsonRevoke is what "lease revoke --json" prints: the lease and the
+// revision at which it ended, with its keys.
+type jsonRevoke struct {
+	ID       uint64      `json:"id"`
+	Revision kv.Revision `json:"revision"`
+}
+
 func printLeasesJSON(w io.Writer, ls []kv.LeaseInfo) error {
 	enc := json.NewEncoder(w)
 	for _, l := range ls {
-		jl := jsonLease{ID: uint64(l.ID), TTL: l.TTL.String(), TTLNanos: int64(l.TTL),
-			Deadline: formatDeadline(l.Deadline), Unix: l.Deadline.UnixNano(), Keys: []string{}}
-		for _, k := range l.Keys {
-			jl.Keys = append(jl.Keys, string(k))
-		}
-		if err := enc.Encode(jl); err != nil {
+		if err := enc.Encode(leaseJSON(l)); err != nil {
 			return err
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/kvstore/kv/internal/opmodel"
 	"github.com/kvstore/kv/kv"
@@ -101,6 +102,7 @@ committed and their rate.`,
 	c.Flags().BoolVar(&o.ack, "ack", false, `print "ack N" when operation N is durable`)
 	jsonFlag(c, &o.json, "print a JSON summary at the end")
 	g.storeFlags(c)
+	g.valueSizeFlag(c)
 	g.waitFlag(c)
 	return c
 }
@@ -123,6 +125,20 @@ func (r loadResult) committedText() string {
 		return fmt.Sprintf("1 operation committed, from stdin line %d", r.lastLine)
 	}
 	return fmt.Sprintf("%d operations committed, the last from stdin line %d", r.committed, r.lastLine)
+}
+
+// shorten cuts a line of the input that an error quotes to its first
+// 60 bytes, so that a line of megabytes (a value too large) does not
+// fill the terminal.
+func shorten(line string) string {
+	most := 60
+	if len(line) <= most {
+		return line
+	}
+	for most > 0 && !utf8.RuneStart(line[most]) {
+		most--
+	}
+	return line[:most] + fmt.Sprintf("... (%d bytes)", len(line))
 }
 
 // loadLine is one line of the input, with its number, and whether it
@@ -272,7 +288,7 @@ read:
 	res.lines = nlines
 	switch {
 	case failErr != nil:
-		return res, fmt.Errorf("stdin line %d: %s: %s: not applied; %s", failLine, failText, trimKV(failErr), res.committedText())
+		return res, fmt.Errorf("stdin line %d: %s: %s: not applied; %s", failLine, shorten(failText), trimKV(tooLarge(failErr)), res.committedText())
 	case stopErr != nil:
 		return res, exitError{code: exitFailed, msg: fmt.Sprintf("%s: not applied; %s", trimKV(stopErr), res.committedText())}
 	}

@@ -58,9 +58,11 @@ taken in a mistyped directory would exclude no one.`,
 		},
 	}
 	f := c.Flags()
-	f.DurationVar(&o.wait, "wait", -1, "give up after this long and exit 75 (default: wait as long as it takes; 0: try once)")
+	o.wait = -1
+	f.Var((*foreverDuration)(&o.wait), "wait", "give up after this long and exit 75 (without it: wait as long as it takes; 0: try once)")
 	lockFlags(f, &o.staleAfter, &o.slots, &o.strategy)
-	g.storeFlags(c)
+	// No store flags (--segment-size, --sync, ...): the lock library
+	// opens its store with options of its own (lockerOptions).
 	g.createFlag(c)
 	return c
 }
@@ -80,6 +82,11 @@ func lockFlags(f flagSet, stale *time.Duration, slots *int, strategy *string) {
 // lockerOptions builds the lock library's options from the flags.
 // busy bounds each wait for the store's writer lock
 // (filelock.WithBusyTimeout; negative: as long as the context allows).
+//
+// The store is opened with filelock.DefaultStoreOptions, which suit a
+// small store opened for every operation, and --sync always, without
+// which a token could be handed out twice: lock and locks take none of
+// the store flags of the commands that write keys.
 func lockerOptions(g *globalOpts, stale time.Duration, slots int, strategy string, busy time.Duration) ([]filelock.Option, error) {
 	st, err := filelock.ParseStrategy(strategy)
 	if err != nil {
@@ -88,19 +95,10 @@ func lockerOptions(g *globalOpts, stale time.Duration, slots int, strategy strin
 	if st == filelock.TimeOnly && stale <= 0 {
 		return nil, usagef("--strategy time-only needs --stale-after")
 	}
-	if g.sync != "" && g.sync != "always" {
-		return nil, usagef("--sync %s: a lock's token is safe only when every write is durable before it is used (--sync always)", g.sync)
-	}
 	so := filelock.DefaultStoreOptions
 	o, err := g.storeOptions(false)
 	if err != nil {
 		return nil, err
-	}
-	if g.segmentSize != "" {
-		so.SegmentSize = o.SegmentSize
-	}
-	if g.checkpointBytes != "" {
-		so.CheckpointBytes = o.CheckpointBytes
 	}
 	if o.FS != nil {
 		so.FS = o.FS // a bug variant

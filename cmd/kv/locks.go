@@ -33,7 +33,8 @@ store's writer lock.
 
 "locks sweep" removes the holders judged dead, each only if its key is
 still at the revision judged, and the holder files no process holds, and
-prints what it removed.`,
+prints what it removed (with --json, one object per holder removed, as
+the listing prints it).`,
 		Example: `  kv data locks
   kv data locks --json | jq 'select(.alive == false)'
   kv data locks sweep
@@ -64,6 +65,10 @@ prints what it removed.`,
 				if err != nil {
 					return err
 				}
+				if o.json {
+					// The holders removed, as the listing prints them.
+					return kvcli.PrintLocksJSON(w, removed)
+				}
 				return kvcli.PrintSwept(w, removed)
 			}
 			infos, err := l.List(ctx)
@@ -76,10 +81,9 @@ prints what it removed.`,
 			return kvcli.PrintLocks(w, infos)
 		},
 	}
-	jsonFlag(c, &o.json, "print one JSON object per holder")
+	jsonFlag(c, &o.json, "print one JSON object per holder (with sweep: per holder removed)")
 	lockFlags(c.Flags(), &o.staleAfter, &o.slots, &o.strategy)
 	c.Flags().MarkHidden("slots")
-	g.storeFlags(c)
 	g.waitFlag(c) // sweep's deletes wait for a busy store as writers do
 	c.ValidArgsFunction = func(_ *cobra.Command, a []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		if len(a) == 0 {

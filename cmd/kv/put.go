@@ -24,7 +24,8 @@ func newPutCmd(g *globalOpts) *cobra.Command {
 (under the default --sync always). A KEY or VALUE that starts with a
 double quote is read as a Go-quoted string. A VALUE of - is read from
 stdin, to its end; with --file F, from the file F (for values that are
-too big or too binary for an argument; '"-"' is the value -).
+too big or too binary for an argument; '"-"' is the value -). A value
+over 4 MiB is refused unless --max-value-size allows it.
 
 put needs the writer's lock (see --wait). It refuses a DIR that does not
 exist, which is most likely a typo, unless --create is given.
@@ -88,7 +89,7 @@ deletes it in the log. A later put without a lease unbinds the key.`,
 			if lease.set() {
 				rev, id, deadline, err := lease.put(s, &fence, key, val)
 				if err != nil {
-					return err
+					return tooLarge(err)
 				}
 				return kvcli.PrintPut(cmd.OutOrStdout(), key, rev, &kvcli.PutLease{ID: id, Deadline: deadline}, o.json)
 			}
@@ -98,7 +99,7 @@ deletes it in the log. A later put without a lease unbinds the key.`,
 			}
 			rev, err := w.Put(key, val)
 			if err != nil {
-				return fencedError(err, fence.spec)
+				return tooLarge(fencedError(err, fence.spec))
 			}
 			if err := s.Close(); err != nil {
 				return err
@@ -114,5 +115,6 @@ deletes it in the log. A later put without a lease unbinds the key.`,
 	g.createFlag(c)
 	g.waitFlag(c)
 	g.storeFlags(c)
+	g.valueSizeFlag(c)
 	return c
 }

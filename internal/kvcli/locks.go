@@ -35,7 +35,7 @@ func PrintSwept(w io.Writer, removed []filelock.Info) error {
 	for _, h := range removed {
 		fmt.Fprintf(w, "swept %s slot %d: token %d, pid %d on %s: %s\n", h.Name, h.Slot, h.Token, h.PID, h.Host, h.Reason)
 	}
-	_, err := fmt.Fprintf(w, "%d dead holder(s) removed\n", len(removed))
+	_, err := fmt.Fprintf(w, "%s removed\n", Plural(int64(len(removed)), "dead holder"))
 	return err
 }
 
