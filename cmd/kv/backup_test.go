@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kvstore/kv/internal/kvcli"
 	"github.com/kvstore/kv/kv"
 )
 
@@ -44,7 +45,7 @@ func TestBackupBesideWriter(t *testing.T) {
 	}
 	// The writer's map is no longer the backup's; a restore of it is.
 	code, _, stderr = kvRun(t, "", dir, "verify", "--against", file)
-	if code != 1 || !strings.Contains(stderr, "at key d: in the store, not in the backup") {
+	if code != kvcli.ExitDiffers || !strings.Contains(stderr, "at key d: in the store, not in the backup") {
 		t.Errorf("verify of the moved-on store: exit %d, %q", code, stderr)
 	}
 	restored := filepath.Join(t.TempDir(), "r")

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/kvstore/kv/internal/kvcli"
 	"github.com/kvstore/kv/internal/opmodel"
 	"github.com/kvstore/kv/kv"
 	"github.com/spf13/cobra"
@@ -28,8 +29,9 @@ of every lease. It verifies every checksum of FILE as it reads it.
 Exit status 0 when the maps are the same: it prints the revision, the
 number of keys and the content hash, and the two revisions when they
 differ (a repair's skip record moves the revision without changing a
-key). Exit status 1 with the first lease or key that differs, or when
-FILE is damaged, naming its offset.`,
+key). Exit status 8 with the first lease or key that differs (as diff's
+1: both were read whole); exit status 1 when FILE is damaged, naming its
+offset, or on any other error.`,
 		Example: `  kv data backup /backups/data.kvbackup
   kv data verify --against /backups/data.kvbackup
   kv restore /backups/data.kvbackup data2 && kv data2 verify --against /backups/data.kvbackup
@@ -52,7 +54,7 @@ FILE is damaged, naming its offset.`,
 				if de.Key == nil {
 					at = fmt.Sprintf("lease %d", de.Lease)
 				}
-				return exitError{code: exitFailed, msg: fmt.Sprintf("verify: %s differs from %s at %s: %s", a[0], o.against, at, de.Reason)}
+				return exitError{code: kvcli.ExitDiffers, msg: fmt.Sprintf("verify: %s differs from %s at %s: %s", a[0], o.against, at, de.Reason)}
 			case err != nil:
 				return backupError(err)
 			}
