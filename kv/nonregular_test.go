@@ -99,7 +99,8 @@ func copyTo(tb testing.TB, from, to string, names ...string) {
 // under the name of a segment or of the snapshot, on the real file
 // system. Open (read-write and read-only) and recovery.Check must refuse
 // the directory at once with vfs.ErrNotRegular naming the file and what
-// it is, change no file in it but LOCK, and leave the target of a link
+// it is (a directory under a store's name, in a directory without the
+// marker: recovery.ErrNotDataDir, as kv run in the wrong place), change no file in it but LOCK, and leave the target of a link
 // byte for byte as it was: recovery used to read a linked file as a torn
 // segment and cut it, or append to a linked segment.
 func TestNonRegularFilesRefused(t *testing.T) {
@@ -113,6 +114,9 @@ func TestNonRegularFilesRefused(t *testing.T) {
 		// link, if set, is the file in outside that file is made a
 		// symbolic link to.
 		link string
+		// notDataDir: the directory is no store (recovery.ErrNotDataDir)
+		// rather than a store with a file that is not regular.
+		notDataDir bool
 	}{
 		{name: "symlink log.000001 to a file outside", file: "log.000001", kind: "symbolic link", link: "notes.txt",
 			plant: func(t *testing.T, dir string) string {
@@ -132,7 +136,7 @@ func TestNonRegularFilesRefused(t *testing.T) {
 				}
 				return ""
 			}},
-		{name: "directory log.000001", file: "log.000001", kind: "directory",
+		{name: "directory log.000001", file: "log.000001", kind: "directory", notDataDir: true,
 			plant: func(t *testing.T, dir string) string {
 				if err := os.Mkdir(filepath.Join(dir, "log.000001"), 0o700); err != nil {
 					t.Fatal(err)
@@ -210,6 +214,10 @@ func TestNonRegularFilesRefused(t *testing.T) {
 				switch {
 				case err == nil:
 					t.Errorf("%s accepted a directory with a %s named %s", o.name, tc.kind, tc.file)
+				case tc.notDataDir:
+					if !errors.Is(err, recovery.ErrNotDataDir) || !strings.Contains(err.Error(), `"`+tc.file+`"`) {
+						t.Errorf("%s: %v, want an error matching recovery.ErrNotDataDir naming %s", o.name, err, tc.file)
+					}
 				case !errors.Is(err, vfs.ErrNotRegular):
 					t.Errorf("%s: %v, want an error matching vfs.ErrNotRegular", o.name, err)
 				case !strings.Contains(err.Error(), name) || !strings.Contains(err.Error(), tc.kind):

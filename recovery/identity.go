@@ -188,8 +188,11 @@ func (k DirKind) HoldsStore() bool { return k == DirMarked || k == DirUnmarked }
 // changes nothing. A directory that holds files and is neither a store
 // nor empty is an error matching ErrNotDataDir. A marker that does not
 // hold the marker's bytes is an error matching ErrMarkerCorrupt (or
-// ErrMarkerVersion), returned with DirMarked. A file under a store's name
-// that is not a regular file fails as vfs.ErrNotRegular.
+// ErrMarkerVersion), returned with DirMarked. In a directory without
+// the marker, a directory under a store's name (log.000001, snapshot)
+// makes it not a store (ErrNotDataDir); any other file under a store's
+// name that is not a regular file (a symbolic link, a FIFO) fails as
+// vfs.ErrNotRegular.
 func Identify(fsys vfs.FS, dir string) (DirKind, error) {
 	// Most directories asked about are stores: their marker says so
 	// with one open and no listing (a listing was a sixth of a reopen's
@@ -235,6 +238,13 @@ func identifyNames(fsys vfs.FS, dir string, names []string) (DirKind, error) {
 	var foreign []string
 	for _, n := range names {
 		file := path.Join(dir, n)
+		if isStoreName(n) && isDir(fsys, file) {
+			// A folder under a segment's or the snapshot's name is no
+			// file a store wrote: the directory is someone else's (kv
+			// run in the wrong place), not a store with a broken file.
+			foreign = append(foreign, n)
+			continue
+		}
 		if seg, ok := wal.ParseSegmentName(n); ok {
 			kind, err := wal.Sniff(fsys, file, seg)
 			if err != nil {
@@ -279,6 +289,19 @@ func identifyNames(fsys vfs.FS, dir string, names []string) (DirKind, error) {
 	}
 	e := &NotDataDirError{Dir: dir, Found: foreign[:min(len(foreign), 3)], More: max(0, len(foreign)-3)}
 	return 0, e
+}
+
+// isStoreName reports whether n is the name of a file that identifyNames
+// reads to tell a store: a segment's, the snapshot's or its tmp's.
+func isStoreName(n string) bool {
+	_, seg := wal.ParseSegmentName(n)
+	return seg || n == snapshot.Name || n == snapshot.TmpName
+}
+
+// isDir reports whether name is a directory (or a link to one).
+func isDir(fsys vfs.FS, name string) bool {
+	fi, err := fsys.Stat(name)
+	return err == nil && fi.IsDir()
 }
 
 // maxMarker bounds the marker's size: a bigger file is not one.

@@ -93,6 +93,15 @@ func TestIdentify(t *testing.T) {
 			setup: func(fsys *vfs.MemFS, dir string) { putFile(t, fsys, wal.SegmentPath(dir, 1), []byte("x")) }},
 		{name: "a text file named snapshot", wantErr: recovery.ErrNotDataDir,
 			setup: func(fsys *vfs.MemFS, dir string) { putFile(t, fsys, dir+"/snapshot", []byte("photo")) }},
+		{name: "a folder named snapshot", wantErr: recovery.ErrNotDataDir,
+			setup: func(fsys *vfs.MemFS, dir string) { fsys.MkdirAll(dir+"/snapshot", 0o700) }},
+		{name: "a folder named log.000001", wantErr: recovery.ErrNotDataDir,
+			setup: func(fsys *vfs.MemFS, dir string) { fsys.MkdirAll(wal.SegmentPath(dir, 1), 0o700) }},
+		{name: "a folder named snapshot beside a segment", want: recovery.DirUnmarked,
+			setup: func(fsys *vfs.MemFS, dir string) {
+				writeLog(t, fsys, dir, 1, 1, articleOps())
+				fsys.MkdirAll(dir+"/snapshot", 0o700)
+			}},
 		{name: "a folder of notes", wantErr: recovery.ErrNotDataDir,
 			setup: func(fsys *vfs.MemFS, dir string) {
 				putFile(t, fsys, dir+"/todo.txt", []byte("buy milk\n"))
