@@ -390,7 +390,9 @@ func (d *matrixDir) cases(seed uint64) []matrixDamage {
 			// existed, and the marker written again.
 			del.expect, del.keep = mustAccept, len(d.ops)
 		case !isSeg:
-			del.errFile = wal.SegmentName(1) // the segments no longer start at 1
+			// The segments no longer start at 1, and nothing covers the
+			// revisions before the first: the snapshot is named missing.
+			del.errFile = name
 		default:
 			// A gap; or the segment after the covered one missing; or
 			// the newest, which a crash never loses: the one before it

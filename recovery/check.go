@@ -185,7 +185,7 @@ func checkOnce(fsys vfs.FS, dir string) (*Report, error) {
 			live = append(live, s)
 		}
 	}
-	if err := wal.CheckContiguous(dir, live, covered+1); err != nil {
+	if err := checkLive(fsys, dir, live, covered, rep.HasSnapshot); err != nil {
 		rep.Problems = append(rep.Problems, problemOf(err, ""))
 	} else if rep.HasSnapshot && rep.SnapshotErr == nil && len(live) == 0 {
 		rep.Problems = append(rep.Problems, Problem{File: wal.SegmentPath(dir, covered+1), Offset: -1, Corrupt: true,
@@ -194,7 +194,10 @@ func checkOnce(fsys vfs.FS, dir string) (*Report, error) {
 		rep.Problems = append(rep.Problems, problemOf(err, ""))
 	}
 	rd := &wal.Reader{FS: fsys, Dir: dir}
-	broken := rep.SnapshotErr != nil
+	// Without the snapshot the log starts after it (checkLive): the
+	// records are still checked, but not applied to an empty map, which
+	// would add a problem for every one of them.
+	broken := rep.SnapshotErr != nil || !rep.HasSnapshot && len(live) > 0 && live[0] != 1
 	var infos []wal.SegmentInfo // the live segments', while they read whole
 	liveBroken := false
 	for i, s := range segs {

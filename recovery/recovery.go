@@ -284,7 +284,7 @@ func recoverOnce(fsys vfs.FS, dir string, opts Options) (_ *Result, retErr error
 		}
 	}
 	if !lax {
-		if err := wal.CheckContiguous(dir, live, covered+1); err != nil {
+		if err := checkLive(fsys, dir, live, covered, res.HadSnapshot); err != nil {
 			return nil, err
 		}
 		if res.HadSnapshot && len(live) == 0 {

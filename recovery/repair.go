@@ -202,6 +202,13 @@ func planLog(fsys vfs.FS, dir string, rep *Report) (*RepairPlan, error) {
 			cutSeg, cutOff = n, pr.Offset
 			break
 		}
+		if !rep.HasSnapshot && pr.File == path.Join(dir, snapshot.Name) {
+			// The snapshot is missing and the log starts after
+			// log.000001 (checkLive): the log breaks before its first
+			// segment.
+			cutSeg, cutOff = 1, -1
+			break
+		}
 	}
 	if cutSeg == 0 {
 		return nil, fmt.Errorf("recovery: no plan for %v", rep.Problems)

@@ -167,7 +167,7 @@ func TestCLIOnMatrix(t *testing.T) {
 			if err := os.Remove(filepath.Join(dir, "snapshot")); err != nil {
 				t.Fatal(err)
 			}
-		}, "log.000001"},
+		}, "snapshot"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
