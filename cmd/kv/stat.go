@@ -21,10 +21,19 @@ func newStatCmd(g *globalOpts) *cobra.Command {
 		Long: `stat lists the log segments with their sizes and record counts, the
 snapshot with the segment it covers and its revision, and the map
 recovery would build: its number of keys and their bytes, its revision
-and its content hash (SHA-256 of every key's value, revisions and
-version, FORMAT.md "Content hash"), which two copies of a store share
-exactly when they hold the same map. Like check, it takes no lock and
-writes nothing.`,
+and its content hash, which two copies of a store share exactly when
+they hold the same map.
+
+The content hash (FORMAT.md, "Content hash") is the SHA-256 of every key,
+in key order, with its value, its create and mod revisions and its
+version: not the map's revision (printed beside it), nor the leases. A
+copy made by "kv A dump | kv B load" holds the same keys and values but
+new revisions (load writes them as new puts, from revision 1), so its
+hash differs; a copy made by "kv A backup F; kv restore F B" keeps them,
+and its hash is the same. "kv B verify --against F" says which key
+differs and how.
+
+Like check, it takes no lock and writes nothing.`,
 		Example: `  kv data stat
   kv data stat --json`,
 		Args:              args(1, 1),
@@ -70,6 +79,7 @@ writes nothing.`,
 			}
 			if rep.Clean() {
 				fmt.Fprintf(w, "map       %d keys  %d bytes  revision %d  hash %s\n", rep.Keys, rep.Bytes, rep.Revision, rep.Hash)
+				fmt.Fprintln(w, hashCovers)
 			}
 			return nil
 		},
@@ -77,6 +87,10 @@ writes nothing.`,
 	jsonFlag(c, &o.json, "print one JSON object")
 	return c
 }
+
+// hashCovers is the line stat prints under the map's: what its content
+// hash covers, so that two copies whose hashes differ are explained.
+const hashCovers = `hash      covers keys, values, create and mod revisions, versions (not leases): a "dump | load" copy has new revisions, so another hash`
 
 func statJSON(rep *recovery.Report) any {
 	type seg struct {
