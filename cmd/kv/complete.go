@@ -1,6 +1,8 @@
 package main
 
 import (
+	"path"
+	"strings"
 	"syscall"
 
 	"github.com/kvstore/kv/kv"
@@ -11,8 +13,9 @@ import (
 // Shell completion ("kv completion bash|zsh|fish|powershell") asks kv
 // for the words that may come next by running "kv __complete WORDS...",
 // which rewriteArgs rewrites as it rewrites a command line. What kv
-// offers: after "kv" or "kv DIR", the commands; after a command, a
-// directory for DIR; after "kv DIR get|put|del|add|scan", the keys of
+// offers: after "kv", the commands and the directories (for "kv DIR
+// VERB"); after "kv DIR", the commands; after a command, a directory
+// for DIR; after "kv DIR get|put|del|add|scan", the keys of
 // the store in DIR. Completion never changes a file: it reads the store
 // read-only through noWrites, without its lock, and offers nothing when
 // DIR is not a store it can read.
@@ -29,6 +32,45 @@ var noWrites vfs.FS = &vfs.Inject{FS: vfs.OS, Rule: func(op vfs.Op) error {
 
 // maxCompletions bounds the keys offered.
 const maxCompletions = 1000
+
+// afterDir is the annotation of the root command that rewriteCompletion
+// sets when the words it rewrote were "kv DIR <TAB>": the directory is
+// given, and completeFirst offers none.
+const afterDir = "kv-completion-after-dir"
+
+// completeFirst completes the first word after "kv": cobra offers the
+// commands, and this the directories whose path starts with prefix (a
+// path as typed: "da", "stores/da", "../"), at most maxCompletions,
+// hidden ones only when prefix names them. They are offered as words,
+// not through the shell's directory completion, which would hide the
+// commands.
+func completeFirst(cmd *cobra.Command, a []string, prefix string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	if len(a) != 0 || cmd.Annotations[afterDir] != "" {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	dir, base := path.Split(prefix)
+	list := dir
+	if list == "" {
+		list = "."
+	}
+	names, err := noWrites.List(list)
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	var out []cobra.Completion
+	for _, name := range names {
+		if len(out) == maxCompletions {
+			break
+		}
+		if !strings.HasPrefix(name, base) || strings.HasPrefix(name, ".") && !strings.HasPrefix(base, ".") {
+			continue
+		}
+		if fi, err := noWrites.Stat(path.Join(list, name)); err == nil && fi.IsDir() && shellSafe([]byte(dir+name)) {
+			out = append(out, cobra.CompletionWithDesc(dir+name, "directory"))
+		}
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp
+}
 
 // completeDir completes the DIR of a command whose only argument it is.
 func completeDir(_ *cobra.Command, a []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {

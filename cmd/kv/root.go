@@ -251,6 +251,9 @@ func newRootOpts(stdin io.Reader, stdout, stderr io.Writer) (*cobra.Command, *gl
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       buildVersion(),
+		// "kv <TAB>": the commands (cobra's), and the directories, for
+		// the spelling "kv DIR VERB".
+		ValidArgsFunction: completeFirst,
 	}
 	root.SetIn(stdin)
 	root.SetOut(stdout)
@@ -430,9 +433,17 @@ func positionals(valued map[string]bool, args []string) []int {
 // no flag of kv does.
 func isNegative(a string) bool { return len(a) > 1 && a[0] == '-' && a[1] >= '0' && a[1] <= '9' }
 
+// swapDirVerb swaps the first two positional arguments when the first
+// is not a command and the second is, or when the first is a directory
+// that exists: then an unknown second ("kv data dmup") is the command
+// that cobra reports as unknown, with its suggestions ("did you mean
+// dump?"), rather than the directory.
 func swapDirVerb(root *cobra.Command, args []string) []string {
 	pos := positionals(valuedFlags(root), args)
-	if len(pos) < 2 || isCommand(root, args[pos[0]]) || !isCommand(root, args[pos[1]]) {
+	if len(pos) < 2 || isCommand(root, args[pos[0]]) {
+		return args
+	}
+	if !isCommand(root, args[pos[1]]) && !isDir(args[pos[0]]) {
 		return args
 	}
 	out := append([]string(nil), args...)
@@ -500,12 +511,23 @@ func rewriteCompletion(root *cobra.Command, words []string) []string {
 	case len(pos) == 0 || isCommand(root, done[pos[0]]):
 		return words
 	case len(pos) == 1:
-		// "kv DIR <TAB>": what comes next is a command.
+		// "kv DIR <TAB>": what comes next is a command, not another
+		// directory (completeFirst).
+		if root.Annotations == nil {
+			root.Annotations = map[string]string{}
+		}
+		root.Annotations[afterDir] = "true"
 		out := append([]string(nil), done[:pos[0]]...)
 		out = append(out, done[pos[0]+1:]...)
 		return append(out, words[len(words)-1])
 	}
 	return append(swapDirVerb(root, done), words[len(words)-1])
+}
+
+// isDir reports whether name is a directory that exists.
+func isDir(name string) bool {
+	fi, err := vfs.OS.Stat(name)
+	return err == nil && fi.IsDir()
 }
 
 func isCommand(root *cobra.Command, name string) bool {
