@@ -1,13 +1,17 @@
 package main
 
 import (
+	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"unicode"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // documents are the repository's documents whose links TestDocLinks
@@ -191,5 +195,42 @@ func TestReadmeLibraryExample(t *testing.T) {
 	run("mod", "tidy")
 	if got, want := run("run", "."), "hello 1 1 <nil>\n"; got != want {
 		t.Errorf("README's library example printed %q, want %q", got, want)
+	}
+}
+
+// TestExitCodesDocumented: docs/operations.md's table of exit codes, the
+// only list of them besides kv --help, has a row for each code kv --help
+// names, and no other.
+func TestExitCodesDocumented(t *testing.T) {
+	b, err := os.ReadFile("../../docs/operations.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, ok := strings.Cut(string(b), "\n## Exit codes\n")
+	if !ok {
+		t.Fatal("docs/operations.md has no Exit codes section")
+	}
+	var documented []string
+	for _, line := range strings.Split(table, "\n") {
+		cells := strings.Split(line, "|")
+		if len(cells) < 3 || !strings.HasPrefix(line, "| ") {
+			continue
+		}
+		code := strings.TrimSpace(cells[1])
+		if code == "code" || strings.HasPrefix(code, "---") {
+			continue
+		}
+		documented = append(documented, code)
+	}
+	var out, errb bytes.Buffer
+	if code := run([]string{"--help"}, strings.NewReader(""), &out, &errb); code != 0 {
+		t.Fatalf("kv --help: exit %d, stderr %q", code, errb.String())
+	}
+	help := append([]string{"0"}, helpExitCodes(t, out.String())...)
+	slices.Sort(help)
+	help = slices.Compact(help)
+	slices.Sort(documented)
+	if d := cmp.Diff(help, documented); d != "" {
+		t.Errorf("exit codes of kv --help (-) against docs/operations.md's table (+):\n%s", d)
 	}
 }
