@@ -10,8 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	draw "github.com/kvstore/kv/internal/progress"
 	"github.com/kvstore/kv/vfs"
-	"golang.org/x/term"
 )
 
 // progress is a one-line progress report on stderr, drawn only when
@@ -19,9 +19,9 @@ import (
 // what total when it is known, the rate, and the time so far. It is
 // redrawn ten times a second, and cleared by done. A nil *progress does
 // nothing, so that a command calls it without asking whether there is a
-// terminal.
+// terminal. The drawing is internal/progress's, as the kill driver's.
 type progress struct {
-	w      io.Writer
+	line   *draw.Line
 	label  string
 	unit   string // "keys", "operations", or "" for bytes
 	start  time.Time
@@ -31,24 +31,21 @@ type progress struct {
 	extra  atomic.Pointer[string]
 	stop   chan struct{}
 	wg     sync.WaitGroup
-	drawn  bool
 	closed bool
 }
 
 // isTerminal reports whether w is a terminal.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
-}
+func isTerminal(w io.Writer) bool { return draw.IsTerminal(w) }
 
 // newProgress starts a progress report on w when w is a terminal, and
 // returns nil otherwise. Nothing is drawn before delay has passed, so
 // that quick work leaves no trace.
 func newProgress(w io.Writer, label, unit string, delay time.Duration) *progress {
-	if !isTerminal(w) {
+	line := draw.NewLine(w)
+	if line == nil {
 		return nil
 	}
-	p := &progress{w: w, label: label, unit: unit, start: time.Now(), delay: delay, stop: make(chan struct{})}
+	p := &progress{line: line, label: label, unit: unit, start: time.Now(), delay: delay, stop: make(chan struct{})}
 	p.wg.Add(1)
 	go p.loop()
 	return p
@@ -91,7 +88,7 @@ func (p *progress) note(s string) {
 	}
 }
 
-func (p *progress) line() string {
+func (p *progress) text() string {
 	n, total := p.n.Load(), p.total.Load()
 	el := time.Since(p.start)
 	var b strings.Builder
@@ -116,10 +113,7 @@ func (p *progress) amount(n int64) string {
 	return fmt.Sprintf("%d %s", n, p.unit)
 }
 
-func (p *progress) draw() {
-	p.drawn = true
-	fmt.Fprintf(p.w, "\r\x1b[K%s", p.line())
-}
+func (p *progress) draw() { p.line.Draw(p.text()) }
 
 // done draws the final counts once, if the work ran past the delay, and
 // clears the line, so that what the command prints next starts clean.
@@ -130,24 +124,14 @@ func (p *progress) done() {
 	p.closed = true
 	close(p.stop)
 	p.wg.Wait()
-	if p.drawn || time.Since(p.start) >= p.delay {
+	if p.line.Drawn() || time.Since(p.start) >= p.delay {
 		p.draw()
-		fmt.Fprint(p.w, "\r\x1b[K")
+		p.line.Clear()
 	}
 }
 
 // sizeString writes a byte count with a binary unit.
-func sizeString(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
-}
+func sizeString(n int64) string { return draw.Size(n) }
 
 // progressDelay is how long work runs before its progress is drawn: a
 // command that ends sooner draws nothing. KV_PROGRESS_DELAY (a Go

@@ -3,11 +3,9 @@ package killdriver
 import (
 	"fmt"
 	"io"
-	"os"
-	"strings"
 	"time"
 
-	"golang.org/x/term"
+	"github.com/kvstore/kv/internal/progress"
 )
 
 // Printer shows a kill driver's notes and progress on w: a progress
@@ -16,10 +14,9 @@ import (
 // A printer from NewSplitPrinter draws its bar on another writer.
 type Printer struct {
 	w        io.Writer
-	barW     io.Writer // where the bar goes, when it is a terminal
+	line     *progress.Line // where the bar goes: nil when not a terminal
 	bar      *bar
 	label    string
-	tty      bool
 	lastLine time.Time
 	lastDone int
 }
@@ -32,11 +29,7 @@ func NewPrinter(w io.Writer, label string) *Printer { return NewSplitPrinter(w, 
 // on bar when bar is a terminal (a command's stderr), and plain lines on
 // w otherwise.
 func NewSplitPrinter(w, bar io.Writer, label string) *Printer {
-	p := &Printer{w: w, barW: bar, label: label, lastLine: time.Now()}
-	if f, ok := bar.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		p.tty = true
-	}
-	return p
+	return &Printer{w: w, line: progress.NewLine(bar), label: label, lastLine: time.Now()}
 }
 
 // Note prints a line, above the bar when there is one.
@@ -53,9 +46,9 @@ func (p *Printer) Note(s string) {
 // Progress shows the state after a run.
 func (p *Printer) Progress(k Progress) {
 	desc := fmt.Sprintf("%s: %d killed, %d bad", p.label, k.Killed, k.Bad)
-	if p.tty {
+	if p.line != nil {
 		if p.bar == nil {
-			p.bar = &bar{w: p.barW, total: k.Total, start: time.Now()}
+			p.bar = &bar{line: p.line, total: k.Total, start: time.Now()}
 		}
 		p.bar.desc = desc
 		p.bar.set(k.Done)
@@ -77,11 +70,11 @@ func (p *Printer) Done() {
 }
 
 // bar is the progress bar drawn on a terminal: one line, redrawn in
-// place, "DESC [=====     ] DONE/TOTAL, about 40s left". (It was
-// schollz/progressbar, whose package init, and net/http's that it brings,
-// cost every run of the kv command most of a millisecond.)
+// place, "DESC [=====     ] DONE/TOTAL, about 40s left", drawn by
+// internal/progress as the kv command's progress lines are (see its doc
+// for why no progress library).
 type bar struct {
-	w           io.Writer
+	line        *progress.Line
 	desc        string
 	done, total int
 	start       time.Time
@@ -100,17 +93,9 @@ func (b *bar) set(done int) {
 
 // render draws the line.
 func (b *bar) render() {
-	const width = 30
-	total := max(b.total, 1)
-	filled := min(width*b.done/total, width)
-	line := fmt.Sprintf("%s [%s%s] %d/%d", b.desc, strings.Repeat("=", filled), strings.Repeat(" ", width-filled), b.done, b.total)
-	if b.done > 0 && b.done < b.total {
-		left := time.Since(b.start) * time.Duration(b.total-b.done) / time.Duration(b.done)
-		line += fmt.Sprintf(", about %v left", left.Round(time.Second))
-	}
-	fmt.Fprintf(b.w, "\r\033[K%s", line)
+	b.line.Draw(progress.Bar(b.desc, b.done, b.total, b.start))
 	b.drawn = time.Now()
 }
 
 // clear removes the line.
-func (b *bar) clear() { fmt.Fprint(b.w, "\r\033[K") }
+func (b *bar) clear() { b.line.Clear() }
