@@ -26,7 +26,9 @@ type restoreConfig struct {
 // The floor is a skip record (FORMAT.md, "Data record payload") in the
 // segment that follows the restored snapshot, durable before the
 // snapshot is in place: a restored directory never opens below the
-// floor. A floor at or below the backup's revision changes nothing.
+// floor. A floor at or below the backup's revision changes nothing; one
+// at or above record.MaxRevision (2^63−1), which would leave no revision
+// for a write, is refused before anything is created.
 func RestoreAbove(rev Revision) RestoreOption {
 	return func(c *restoreConfig) { c.above = rev }
 }
@@ -59,10 +61,11 @@ func restoreSegment(fsys vfs.FS, dir string, seg wal.SegmentNum, o *Options, ski
 	return w.Close()
 }
 
-// checkFloor refuses a floor a store could not continue from.
+// checkFloor refuses a floor a store could not continue from: one at or
+// above record.MaxRevision leaves no revision for the next write.
 func checkFloor(rev Revision) error {
-	if rev > record.MaxRevision {
-		return fmt.Errorf("kv: restore above revision %d: the largest revision a store can hold is %d", rev, record.MaxRevision)
+	if rev >= record.MaxRevision {
+		return fmt.Errorf("kv: restore above revision %d: the largest revision a store can hold is %d, so the floor must be below it to leave a revision for a write", rev, record.MaxRevision)
 	}
 	return nil
 }

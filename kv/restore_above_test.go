@@ -107,19 +107,23 @@ func TestRestoreAbove(t *testing.T) {
 	}
 }
 
-// TestRestoreAboveTooHigh: a floor above the largest revision a store can
-// hold is refused before anything is created; one at it restores a store
-// that refuses writes as any store there does.
+// TestRestoreAboveTooHigh: a floor at or above the largest revision a
+// store can hold leaves no revision for a write, and is refused before
+// anything is created; one just below it restores a store whose next
+// write gets the largest revision, and whose next refuses, as any store
+// there does.
 func TestRestoreAboveTooHigh(t *testing.T) {
 	fsys, _, _ := olderBackup(t)
 	opts := &kv.Options{FS: fsys}
-	if _, err := kv.Restore("/b", "/r", opts, kv.RestoreAbove(record.MaxRevision+1)); err == nil {
-		t.Fatal("a floor above record.MaxRevision was accepted")
+	for _, floor := range []kv.Revision{record.MaxRevision + 1, record.MaxRevision} {
+		if _, err := kv.Restore("/b", "/r", opts, kv.RestoreAbove(floor)); err == nil {
+			t.Fatalf("a floor of %d was accepted", floor)
+		}
+		if _, err := fsys.Stat("/r"); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("the refused restore above %d left /r: %v", floor, err)
+		}
 	}
-	if _, err := fsys.Stat("/r"); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("the refused restore left /r: %v", err)
-	}
-	if _, err := kv.Restore("/b", "/r", opts, kv.RestoreAbove(record.MaxRevision)); err != nil {
+	if _, err := kv.Restore("/b", "/r", opts, kv.RestoreAbove(record.MaxRevision-1)); err != nil {
 		t.Fatal(err)
 	}
 	s, err := kv.Open("/r", opts)
@@ -127,8 +131,11 @@ func TestRestoreAboveTooHigh(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
+	if rev, err := s.Put([]byte("k"), []byte("v")); err != nil || rev != record.MaxRevision {
+		t.Errorf("the first write on a store restored just below the largest revision: %d, %v; want %d", rev, err, record.MaxRevision)
+	}
 	if _, err := s.Put([]byte("k"), []byte("v")); !errors.Is(err, kv.ErrRevisionsExhausted) {
-		t.Errorf("a write on a store restored at the largest revision: %v, want ErrRevisionsExhausted", err)
+		t.Errorf("a write on a store at the largest revision: %v, want ErrRevisionsExhausted", err)
 	}
 }
 
