@@ -3,6 +3,7 @@ package kv
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -21,6 +22,7 @@ import (
 	"github.com/kvstore/kv/record"
 	"github.com/kvstore/kv/recovery"
 	"github.com/kvstore/kv/snapshot"
+	"github.com/kvstore/kv/snapshot/image"
 	"github.com/kvstore/kv/vfs"
 	"github.com/kvstore/kv/wal"
 )
@@ -314,7 +316,7 @@ func (s *Store) CompareBackup(file string) (store, backup Digest, err error) {
 		return nil
 	})
 	r.lease = func(le *record.Lease) { theirs = append(theirs, *le) }
-	backup, err = r.done(snapshot.ReadFileLeases(s.fs, file, r.meta, r.leaseFrame, r.entry))
+	backup, err = r.done(image.ReadAny(s.fs, file, r.meta, r.leaseFrame, r.entry))
 	if err != nil {
 		return store, Digest{}, err
 	}
@@ -435,6 +437,10 @@ func backupError(err error, file string) error {
 // ReadBackup returns an error. An error from fn ends the read and is
 // returned as it is.
 //
+// A snapshot copied out of a data directory is a backup too, of any
+// version a data directory holds (1 to 5: an image is verified whole
+// first, image.ReadAny).
+//
 // A damaged backup is an error matching ErrBackupCorrupt, a *CorruptError
 // naming file and the offset of the frame that holds the damage; a backup
 // of a format version this build does not read matches ErrBackupVersion.
@@ -444,7 +450,7 @@ func ReadBackup(file string, opts *Options, fn func(Entry) error) (Digest, error
 		o = *opts
 	}
 	r := newBackupReader(file, fn)
-	return r.done(snapshot.ReadFileLeases(o.fs(), file, r.meta, r.leaseFrame, r.entry))
+	return r.done(image.ReadAny(o.fs(), file, r.meta, r.leaseFrame, r.entry))
 }
 
 // DecodeBackup is ReadBackup on a backup held in memory; its errors name
@@ -503,10 +509,32 @@ func Restore(file, dir string, opts *Options, ropts ...RestoreOption) (Digest, e
 	// unless the whole backup checked out.
 	r := newBackupReader(file, nil)
 	floor := false
+	img, err := isImageFile(src)
+	if err != nil {
+		return Digest{}, err
+	}
 	err = vfs.Publish(fsys, dir, snapshot.Name, func(w io.Writer) error {
-		tee := io.TeeReader(io.NewSectionReader(src, 0, fi.Size()), w)
-		if err := snapshot.DecodeReader(tee, file, fi.Size(), r.meta, r.leaseFrame, r.entry); err != nil {
-			return err
+		if img {
+			// An image (a snapshot copied out of a data directory) is
+			// read by pages, not front to back: it is copied whole,
+			// then the copy, which is what Publish will rename into
+			// place, is verified whole before anything else is written.
+			if _, err := io.Copy(w, io.NewSectionReader(src, 0, fi.Size())); err != nil {
+				return err
+			}
+			if f, ok := w.(interface{ Flush() error }); ok {
+				if err := f.Flush(); err != nil {
+					return err
+				}
+			}
+			if err := image.ReadAny(fsys, path.Join(dir, snapshot.TmpName), r.meta, r.leaseFrame, r.entry); err != nil {
+				return err
+			}
+		} else {
+			tee := io.TeeReader(io.NewSectionReader(src, 0, fi.Size()), w)
+			if err := snapshot.DecodeReader(tee, file, fi.Size(), r.meta, r.leaseFrame, r.entry); err != nil {
+				return err
+			}
 		}
 		if rc.above <= r.d.Revision {
 			return nil
@@ -561,6 +589,21 @@ func Restore(file, dir string, opts *Options, ropts ...RestoreOption) (Digest, e
 		return Digest{}, err
 	}
 	return d, nil
+}
+
+// isImageFile reports whether f starts as a snapshot of a version above
+// package snapshot's (an image, version 3 to 5, or a later version, which
+// image.ReadAny refuses naming every version this build reads).
+func isImageFile(f vfs.File) (bool, error) {
+	var h [8]byte
+	n, err := f.ReadAt(h[:], 0)
+	if n < len(h) {
+		if err != nil && err != io.EOF {
+			return false, err
+		}
+		return false, nil // too short: the decoder says why
+	}
+	return string(h[:6]) == "KVSNAP" && binary.LittleEndian.Uint16(h[6:]) > snapshot.Version, nil
 }
 
 // createEmptyDir creates dir if it does not exist, makes its name
