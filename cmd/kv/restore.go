@@ -2,9 +2,14 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
 
 	"github.com/kvstore/kv/kv"
+	"github.com/kvstore/kv/vfs"
 	"github.com/spf13/cobra"
 )
 
@@ -12,11 +17,14 @@ func newRestoreCmd(g *globalOpts) *cobra.Command {
 	var asJSON bool
 	var above int64
 	c := &cobra.Command{
-		Use:   "restore FILE DIR",
+		Use:   "restore FILE|- DIR",
 		Short: "Make a new data directory from a backup",
 		Long: `restore makes DIR, which must not exist or be empty, a data directory
 holding the backup in FILE (written by "kv DIR backup" or Store.Backup;
-a snapshot file copied out of a data directory is one too). It verifies
+a snapshot file copied out of a data directory is one too, of any
+version, an image included). With "-" it reads the backup from standard
+input ("kv DIR backup -" writes one there), spooled to a temporary file
+in $TMPDIR that it removes: it reads the backup twice. It verifies
 every checksum of FILE as it copies it in as DIR's snapshot, creates the
 log segment that follows it, syncs both, then opens DIR read-only and
 checks that its map has the backup's content hash (FORMAT.md, "Backup").
@@ -28,7 +36,9 @@ included. --above REV prevents it: the restored store's next write gets a
 revision above both the backup's and REV. Give the old store's revision
 (kv DIR stat on it, if it still reads) or the highest token its lock
 holders were given. The floor is written to the log and synced before
-the snapshot is in place: no crash leaves the backup's map below it.
+the snapshot is in place: no crash leaves the backup's map below it. A
+floor must leave a revision for a write: the highest is
+9223372036854775806 (2^63−2), whose store's next write gets 2^63−1.
 
 A damaged backup is refused with its offset, and only the empty
 directory and its LOCK file are left; a restore that dies part way
@@ -39,7 +49,8 @@ content hash, and with --above, the revision the store continues from.`,
   kv data2 stat
   kv restore /backups/data.kvbackup data3 --json | jq .revision
   kv data stat                                  # the old store: revision 51234
-  kv restore /backups/data.kvbackup data4 --above 51234`,
+  kv restore /backups/data.kvbackup data4 --above 51234
+  ssh host 'kv data backup -' | kv restore - data5`,
 		Args: args(2, 2),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			if above < 0 {
@@ -49,9 +60,18 @@ content hash, and with --above, the revision the store continues from.`,
 			if err != nil {
 				return err
 			}
-			d, err := kv.Restore(a[0], a[1], opts, kv.RestoreAbove(kv.Revision(above)))
+			file := a[0]
+			if file == "-" {
+				tmp, err := spool(cmd.InOrStdin())
+				if err != nil {
+					return err
+				}
+				defer vfs.OS.Remove(tmp)
+				file = tmp
+			}
+			d, err := kv.Restore(file, a[1], opts, kv.RestoreAbove(kv.Revision(above)))
 			if err != nil {
-				return backupError(err)
+				return backupError(renameFile(err, file, a[0]))
 			}
 			// The floor, when it is above the backup's revision: the
 			// restored store's revision.
@@ -81,4 +101,35 @@ content hash, and with --above, the revision the store continues from.`,
 type restoreJSON struct {
 	digestJSON
 	Above *kv.Revision `json:"above,omitempty"`
+}
+
+// spool copies r, a backup on standard input, into a new temporary file
+// and returns its name: a restore reads the backup twice (to copy it in,
+// then to compare the restored store with it). The file need not be
+// durable: it is removed once the restore ends.
+func spool(r io.Reader) (string, error) {
+	name := filepath.Join(os.TempDir(), fmt.Sprintf("kv-restore-%d.tmp", os.Getpid()))
+	f, err := vfs.OS.Create(name)
+	if err != nil {
+		return "", fmt.Errorf("restore -: spooling standard input: %w", err)
+	}
+	_, err = io.Copy(io.NewOffsetWriter(f, 0), r)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		vfs.OS.Remove(name)
+		return "", fmt.Errorf("restore -: spooling standard input: %w", err)
+	}
+	return name, nil
+}
+
+// renameFile makes a damaged backup's error name the backup as the user
+// gave it ("-"), not the spooled copy.
+func renameFile(err error, spooled, given string) error {
+	var ce *kv.CorruptError
+	if spooled != given && errors.As(err, &ce) && ce.File == spooled {
+		ce.File = given
+	}
+	return err
 }

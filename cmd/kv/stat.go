@@ -16,7 +16,7 @@ type statOpts struct{ json bool }
 func newStatCmd(g *globalOpts) *cobra.Command {
 	o := &statOpts{}
 	c := &cobra.Command{
-		Use:   "stat DIR",
+		Use:   "stat DIR|FILE",
 		Short: "Describe the segments, the snapshot and the map",
 		Long: `stat lists the log segments with their sizes and record counts, the
 snapshot with the segment it covers and its revision, and the map
@@ -33,12 +33,30 @@ hash differs; a copy made by "kv A backup F; kv restore F B" keeps them,
 and its hash is the same. "kv B verify --against F" says which key
 differs and how.
 
-Like check, it takes no lock and writes nothing.`,
+Like check, it takes no lock and writes nothing.
+
+Given a backup FILE (written by "kv DIR backup", or a snapshot copied out
+of a data directory) in place of DIR, it verifies every byte of it and
+prints its size, format version and the segment it covers, then its map
+as for a directory: keys, their bytes, revision and content hash, the
+same hash as the directory's it was taken from at that revision.`,
 		Example: `  kv data stat
-  kv data stat --json`,
+  kv data stat --json
+  kv /backups/data.kvbackup stat     # an offline look at a backup`,
 		Args:              args(1, 1),
 		ValidArgsFunction: completeDir,
 		RunE: func(cmd *cobra.Command, a []string) error {
+			if isFile(a[0]) {
+				st, err := statBackup(a[0])
+				if err != nil {
+					return err
+				}
+				if o.json {
+					return json.NewEncoder(cmd.OutOrStdout()).Encode(backupStatJSON(st))
+				}
+				printBackupStat(cmd.OutOrStdout(), st)
+				return nil
+			}
 			rep, err := checkDir(cmd.ErrOrStderr(), a[0], "stat")
 			if err != nil {
 				return err
