@@ -88,6 +88,9 @@ alive while its lease is: a dead holder's keys go with its lease, so
 				if err != nil {
 					return g.describe(err)
 				}
+				if asJSON {
+					return kvcli.PrintLocksJSON(w, removed)
+				}
 				return kvcli.PrintSwept(w, removed)
 			}
 			infos, err := l.List(ctx)

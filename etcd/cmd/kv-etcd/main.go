@@ -5,7 +5,7 @@
 // so that kv itself, and every embedded user of the store, never
 // downloads etcd's client and gRPC:
 //
-//	go install github.com/kvstore/kv/etcd/cmd/kv-etcd@latest
+//	cd etcd && go install ./cmd/kv-etcd    # from a clone of the repository
 //
 // It prints what kv prints on a data directory and exits with the same
 // codes, through the same code (internal/kvcli) on kvapi.KV
@@ -89,7 +89,8 @@ have committed: kv says so and exits 1; "get" tells.
 
 Exit status: 0 success; 1 failure; 2 a mistake in the command line; 3 a
 bug in kv; 4 a fenced write refused; 5 a lock taken over while its
-command ran; 75 "lock --wait" gave up; 128+N interrupted by signal N.`
+command ran; 7 get: no such key; 75 "lock --wait" gave up; 128+N
+interrupted by signal N (kv --help and docs/operations.md list them all).`
 
 func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	g := &globals{stderr: stderr}

@@ -27,7 +27,7 @@ func newGetCmd(g *globals) *cobra.Command {
 		Use:   "get KEY",
 		Short: "Print the value of a key",
 		Long: `get prints the value of KEY and a newline; with --raw its bytes exactly.
-A missing key is an error (exit 1). The read is linearizable: it sees
+A missing key exits 7 (as grep exits 1 on no match). The read is linearizable: it sees
 every write acknowledged before it began.`,
 		Example: `  kv --etcd $ETCD get k1
   kv --etcd $ETCD get k1 --json | jq -r .value`,
