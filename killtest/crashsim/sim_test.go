@@ -62,7 +62,7 @@ var bugCases = []struct {
 	{variant.AckBeforeSync, "writes", Machine, false, "ack", "acknowledged operation lost"},
 	{variant.NoDirSync, "writes", Machine, false, "ack 1", "acknowledged operation lost"},
 	{variant.RenameBeforeFsync, "recovery", Machine, false, "rename snapshot.tmp -> snapshot", "corrupt snapshot"},
-	{variant.UnlinkEarly, "recovery", Process, false, "unlink log.000001", "segment missing"},
+	{variant.UnlinkEarly, "recovery", Process, false, "unlink log.000001", "snapshot missing"},
 	{variant.TrustTmp, "recovery", Process, false, "create snapshot.tmp", "corrupt snapshot"},
 	// The torn segment followed by an empty one is a rotation cut short,
 	// which recovery accepts, and a checkpoint covers it without rotating
