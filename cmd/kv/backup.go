@@ -7,6 +7,7 @@ import (
 	"io"
 	"path/filepath"
 
+	"github.com/kvstore/kv/internal/kvcli"
 	"github.com/kvstore/kv/kv"
 	"github.com/kvstore/kv/vfs"
 	"github.com/spf13/cobra"
@@ -81,7 +82,7 @@ directory of it; "kv DIR verify --against FILE" compares a store with it.`,
 			if asJSON {
 				return json.NewEncoder(out).Encode(digestJSON{d.Revision, d.Keys, d.Leases, d.Hash.String(), &cw.n})
 			}
-			fmt.Fprintf(out, "backup at revision %d: %d keys, %d leases, hash %s, %d bytes\n", d.Revision, d.Keys, d.Leases, d.Hash, cw.n)
+			fmt.Fprintf(out, "backup at revision %d: %s, %s, hash %s, %d bytes\n", d.Revision, kvcli.Plural(int64(d.Keys), "key"), kvcli.Plural(int64(d.Leases), "lease"), d.Hash, cw.n)
 			return nil
 		},
 		ValidArgsFunction: completeDir,

@@ -7,6 +7,7 @@ import (
 	"io"
 	"iter"
 
+	"github.com/kvstore/kv/internal/kvcli"
 	"github.com/kvstore/kv/internal/opmodel"
 	"github.com/kvstore/kv/kv"
 	"github.com/kvstore/kv/snapshot/image"
@@ -69,7 +70,7 @@ func printBackupStat(w io.Writer, st *backupStat) {
 		covers = fmt.Sprintf("covered log.%06d (a snapshot copied out of a data directory)", st.Covers)
 	}
 	fmt.Fprintf(w, "backup    %s  %d bytes  format version %d  %s  %d leases\n", st.File, st.Size, st.Version, covers, st.Digest.Leases)
-	fmt.Fprintf(w, "map       %d keys  %d bytes  revision %d  hash %s\n", st.Digest.Keys, st.Bytes, st.Digest.Revision, st.Digest.Hash)
+	fmt.Fprintf(w, "map       %s  %d bytes  revision %d  hash %s\n", kvcli.Plural(int64(st.Digest.Keys), "key"), st.Bytes, st.Digest.Revision, st.Digest.Hash)
 	fmt.Fprintln(w, hashCovers)
 }
 

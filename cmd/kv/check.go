@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/kvstore/kv/internal/kvcli"
 	"github.com/kvstore/kv/recovery"
 	"github.com/kvstore/kv/vfs"
 	"github.com/spf13/cobra"
@@ -102,17 +103,17 @@ func printCheck(w io.Writer, rep *recovery.Report) error {
 				n++
 			}
 		}
-		head := fmt.Sprintf("corrupt: %d problem(s)", n)
+		head := "corrupt: " + kvcli.Plural(int64(n), "problem")
 		if formats > 0 {
-			head = fmt.Sprintf("%s and %d log segment(s) of a format version this build does not read", head, formats)
+			head = fmt.Sprintf("%s and %s of a format version this build does not read", head, kvcli.Plural(int64(formats), "log segment"))
 			if n == 0 {
-				head = fmt.Sprintf("unreadable: %d log segment(s) of a format version this build does not read", formats)
+				head = fmt.Sprintf("unreadable: %s of a format version this build does not read", kvcli.Plural(int64(formats), "log segment"))
 			}
 		}
-		fmt.Fprintf(w, "%s; %s, %d segment(s) to replay; recovery will refuse this directory (%s)\n", head, snap, live, advice)
+		fmt.Fprintf(w, "%s; %s, %s to replay; recovery will refuse this directory (%s)\n", head, snap, kvcli.Plural(int64(live), "segment"), advice)
 		return exitError{code: exitFailed}
 	}
-	fmt.Fprintf(w, "ok: %s, %d segment(s) to replay, %d keys at revision %d\n", snap, live, rep.Keys, rep.Revision)
+	fmt.Fprintf(w, "ok: %s, %s to replay, %s at revision %d\n", snap, kvcli.Plural(int64(live), "segment"), kvcli.Plural(int64(rep.Keys), "key"), rep.Revision)
 	return nil
 }
 
@@ -174,6 +175,6 @@ func checkBackup(w io.Writer, file string, asJSON bool) error {
 		return exitError{code: exitFailed}
 	}
 	d := st.Digest
-	fmt.Fprintf(w, "ok: backup %s, every byte verified: revision %d, %d keys, %d leases, hash %s\n", file, d.Revision, d.Keys, d.Leases, d.Hash)
+	fmt.Fprintf(w, "ok: backup %s, every byte verified: revision %d, %s, %s, hash %s\n", file, d.Revision, kvcli.Plural(int64(d.Keys), "key"), kvcli.Plural(int64(d.Leases), "lease"), d.Hash)
 	return nil
 }

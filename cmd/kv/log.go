@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/kvstore/kv/internal/kvcli"
 	"github.com/kvstore/kv/internal/opmodel"
 	"github.com/kvstore/kv/record"
 	"github.com/kvstore/kv/vfs"
@@ -139,7 +140,7 @@ func printLog(w io.Writer, dir string, asJSON bool) error {
 		}
 		what := "no log segment"
 		if len(segs) > 0 {
-			what = fmt.Sprintf("%d segment(s)", len(segs))
+			what = kvcli.Plural(int64(len(segs)), "segment")
 		}
 		_, err := fmt.Fprintf(w, "the log holds no records (%s; what a snapshot holds, 'kv DIR dump' shows)\n", what)
 		return err

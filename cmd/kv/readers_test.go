@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"github.com/kvstore/kv/internal/kvcli"
 	"maps"
 	"os/exec"
 	"path/filepath"
@@ -105,7 +106,7 @@ func TestReadersAfterKill(t *testing.T) {
 				{[]string{"dump", "--read-only"}, func(out string) bool { return out == want }},
 				{[]string{"get", fmt.Sprintf("k%04d", c.n)}, func(out string) bool { return out == fmt.Sprintf("v%d\n", c.n) }},
 				{[]string{"scan"}, func(out string) bool { return strings.Count(out, "\n") == c.n }},
-				{[]string{"backup", backup}, func(out string) bool { return strings.Contains(out, fmt.Sprintf("%d keys", c.n)) }},
+				{[]string{"backup", backup}, func(out string) bool { return strings.Contains(out, kvcli.Plural(int64(c.n), "key")+",") }},
 				{[]string{"verify", "--against", backup}, func(out string) bool { return strings.Contains(out, "same map") }},
 				{[]string{"stat"}, func(string) bool { return true }},
 				{[]string{"check"}, func(string) bool { return true }},

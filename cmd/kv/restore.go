@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/kvstore/kv/internal/kvcli"
 	"github.com/kvstore/kv/kv"
 	"github.com/kvstore/kv/vfs"
 	"github.com/spf13/cobra"
@@ -82,7 +83,7 @@ content hash, and with --above, the revision the store continues from.`,
 			if asJSON {
 				return json.NewEncoder(cmd.OutOrStdout()).Encode(restoreJSON{digestJSON{d.Revision, d.Keys, d.Leases, d.Hash.String(), nil}, floor})
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "restored revision %d: %d keys, %d leases, hash %s\n", d.Revision, d.Keys, d.Leases, d.Hash)
+			fmt.Fprintf(cmd.OutOrStdout(), "restored revision %d: %s, %s, hash %s\n", d.Revision, kvcli.Plural(int64(d.Keys), "key"), kvcli.Plural(int64(d.Leases), "lease"), d.Hash)
 			if floor != nil {
 				fmt.Fprintf(cmd.OutOrStdout(), "revisions continue above %d: the next write gets %d\n", *floor, *floor+1)
 			}

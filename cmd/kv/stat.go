@@ -7,6 +7,7 @@ import (
 	"github.com/kvstore/kv/vfs"
 	"path/filepath"
 
+	"github.com/kvstore/kv/internal/kvcli"
 	"github.com/kvstore/kv/recovery"
 	"github.com/spf13/cobra"
 )
@@ -93,10 +94,10 @@ same hash as the directory's it was taken from at that revision.`,
 				if s.Records > 0 {
 					revs = fmt.Sprintf("  revisions %d-%d", s.FirstRev, s.LastRev)
 				}
-				fmt.Fprintf(w, "log.%s  %d bytes  %d records%s  %s\n", s.Segment, s.Size, s.Records, revs, state)
+				fmt.Fprintf(w, "log.%s  %d bytes  %s%s  %s\n", s.Segment, s.Size, kvcli.Plural(int64(s.Records), "record"), revs, state)
 			}
 			if rep.Clean() {
-				fmt.Fprintf(w, "map       %d keys  %d bytes  revision %d  hash %s\n", rep.Keys, rep.Bytes, rep.Revision, rep.Hash)
+				fmt.Fprintf(w, "map       %s  %d bytes  revision %d  hash %s\n", kvcli.Plural(int64(rep.Keys), "key"), rep.Bytes, rep.Revision, rep.Hash)
 				fmt.Fprintln(w, hashCovers)
 			}
 			return nil

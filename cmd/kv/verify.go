@@ -91,7 +91,7 @@ stat" is.`,
 					StoreRevision kv.Revision `json:"store_revision"`
 				}{true, digestJSON{d.Revision, d.Keys, d.Leases, d.Hash.String(), nil}, sd.Revision})
 			}
-			fmt.Fprintf(w, "same map as %s: %d keys, %d leases, hash %s", o.against, d.Keys, d.Leases, d.Hash)
+			fmt.Fprintf(w, "same map as %s: %s, %s, hash %s", o.against, kvcli.Plural(int64(d.Keys), "key"), kvcli.Plural(int64(d.Leases), "lease"), d.Hash)
 			if sd.Revision == d.Revision {
 				fmt.Fprintf(w, ", revision %d\n", d.Revision)
 			} else {
