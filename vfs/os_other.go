@@ -9,8 +9,8 @@ import (
 )
 
 // The portable twins of os_linux.go. They let the module build and run
-// on other Unix systems; the store's durability promise (README, "What it
-// promises") is made and crash-tested on Linux only.
+// on other Unix systems; the store's durability promise (docs/promises.md)
+// is made and crash-tested on Linux only.
 
 // dataSyncOp names dataSync in errors.
 const dataSyncOp = "fsync"

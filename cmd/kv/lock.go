@@ -20,7 +20,7 @@ func newLockCmd(g *globalOpts) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "lock DIR NAME [flags] -- COMMAND [ARGS]",
 		Short: "Run a command while holding a lock, with a fencing token",
-		Long: `lock takes lock NAME in the store in DIR (see "Locks" in the README), runs
+		Long: `lock takes lock NAME in the store in DIR (see docs/locks.md), runs
 COMMAND with KV_FENCE_TOKEN (the lock's fencing token, a decimal number
 larger than any token handed out before), KV_LOCK_NAME, KV_LOCK_SLOT and
 KV_LOCK_FD in its environment, releases the lock when COMMAND exits, and

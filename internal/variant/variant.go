@@ -65,7 +65,7 @@ const (
 	BackupLive Bug = "backup-live"
 )
 
-// All lists the variants, in the order the README's table gives them.
+// All lists the variants, in the order docs/crash-testing.md's table gives them.
 func All() []Bug {
 	return []Bug{DoubleApply, NoSync, AckBeforeSync, NoDirSync, RenameBeforeFsync,
 		UnlinkEarly, TrustTmp, TornAsCorrupt, RetrySync, LeaseGrace, BackupLive}
