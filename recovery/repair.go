@@ -91,10 +91,26 @@ type RepairPlan struct {
 	// snapshot is rewritten, even when its damage lost no key (an image
 	// damaged only in its index or footer).
 	LostKeys []snapshot.Lost
+	// KeptEntries and SnapshotCount are, for a snapshot rewritten with
+	// the entries that read, how many read and how many its first record
+	// counts.
+	KeptEntries, SnapshotCount uint64
+	// Evidence lists the files the plan keeps as evidence, in the order
+	// of its steps.
+	Evidence []Evidence
 	actions  []func(fsys vfs.FS) error
 	// lostNewest: the newest segment is missing, and with it every trace
 	// of the revisions it held (see floor).
 	lostNewest bool
+}
+
+// Evidence is a file a repair keeps as evidence: moved whole to To
+// (Moved), or copied to To before it is cut at offset Cut, or (Cut < 0)
+// before it is written again.
+type Evidence struct {
+	File, To string
+	Moved    bool
+	Cut      int64
 }
 
 // add appends a step and the action that carries it out.
@@ -144,6 +160,9 @@ func PlanRepair(fsys vfs.FS, dir string) (*RepairPlan, error) {
 		p, err = planMarkerOnly(fsys, dir, rep)
 	} else {
 		p, err = planLog(fsys, dir, rep)
+		if err == nil && p.LostKeys != nil {
+			err = p.noteRewrite(fsys, dir)
+		}
 	}
 	if err != nil || rep.MarkerErr == nil {
 		return p, err
@@ -160,6 +179,24 @@ func PlanRepair(fsys vfs.FS, dir string) (*RepairPlan, error) {
 	p.add("write a new "+path.Join(dir, MarkerName), func(fsys vfs.FS) error { return writeMarker(fsys, dir) })
 	p.add(syncDesc, syncAction)
 	return p, nil
+}
+
+// noteRewrite records, for a plan that writes the snapshot again with the
+// entries that read (planSnapshotKeep), its evidence and how many entries
+// it keeps of how many.
+func (p *RepairPlan) noteRewrite(fsys vfs.FS, dir string) error {
+	name := path.Join(dir, snapshot.Name)
+	sv, err := image.SalvageAny(fsys, name, nil)
+	if err != nil {
+		return err
+	}
+	to, err := brokenName(fsys, name)
+	if err != nil {
+		return err
+	}
+	p.Evidence = append(p.Evidence, Evidence{File: name, To: to, Cut: -1})
+	p.KeptEntries, p.SnapshotCount = uint64(sv.Entries), sv.Meta.Count
+	return nil
 }
 
 // planMarkerOnly plans the repair of a directory whose only damage is its
@@ -250,6 +287,7 @@ func planLog(fsys vfs.FS, dir string, rep *Report) (*RepairPlan, error) {
 		if err != nil {
 			return nil, err
 		}
+		p.Evidence = append(p.Evidence, Evidence{File: name, To: to, Cut: cutOff})
 		p.add(fmt.Sprintf("copy %s to %s, then write a skip to revision %d at offset %d and cut the rest", name, to, p.Skip, cutOff), func(fsys vfs.FS) error {
 			// copyFile returns once the copy is durable under its name:
 			// only then may the original lose its tail.
@@ -332,6 +370,7 @@ func planAfterSeal(fsys vfs.FS, dir string, rep *Report, p *RepairPlan, cutSeg w
 	if err != nil {
 		return nil, true, err
 	}
+	p.Evidence = append(p.Evidence, Evidence{File: name, To: to, Cut: cutOff})
 	p.add(fmt.Sprintf("copy %s to %s, then cut it at offset %d, after its seal", name, to, cutOff), func(fsys vfs.FS) error {
 		// copyFile returns once the copy is durable under its name: only
 		// then may the original lose its tail.
@@ -581,6 +620,7 @@ func (p *RepairPlan) moveAside(fsys vfs.FS, name string) error {
 	if err != nil {
 		return err
 	}
+	p.Evidence = append(p.Evidence, Evidence{File: name, To: to, Moved: true})
 	p.add(fmt.Sprintf("move %s to %s", name, to), func(fsys vfs.FS) error {
 		// A rename would replace whatever is at to: the name was free
 		// when planned, and the lock keeps it so, but evidence is

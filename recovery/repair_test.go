@@ -533,3 +533,152 @@ func TestRepairRefusesLaterLog(t *testing.T) {
 		})
 	}
 }
+
+// writeSegments writes the article's operations, per records to a
+// segment, each segment but the last sealed.
+func writeSegments(tb testing.TB, fsys vfs.FS, dir string, per int) {
+	tb.Helper()
+	w, err := wal.Create(fsys, dir, 1, wal.Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for i, op := range articleOps() {
+		if i > 0 && i%per == 0 {
+			if _, err := w.Rotate(); err != nil {
+				tb.Fatal(err)
+			}
+		}
+		p := record.Append(nil, &record.Record{Revision: record.Revision(i + 1), Ops: []record.Op{op}})
+		if _, err := w.Append(p); err != nil {
+			tb.Fatal(err)
+		}
+		if err := w.Sync(); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// TestRepairSummary: a plan's Summary sums up what it drops in a line
+// or two (counts, revision ranges, files and what each becomes, key
+// ranges), however many records that is; Dropped still lists each.
+func TestRepairSummary(t *testing.T) {
+	flipRecord := func(seg wal.SegmentNum, i int) func(t *testing.T, fsys *vfs.MemFS, dir string) int64 {
+		return func(t *testing.T, fsys *vfs.MemFS, dir string) int64 {
+			sp := recordSpans(t, fsys, dir, seg)
+			name := wal.SegmentPath(dir, seg)
+			b, _ := vfs.ReadFile(fsys, name)
+			b[sp[i][0]+30] ^= 0xff
+			rewrite(t, fsys, name, b)
+			return sp[i][0]
+		}
+	}
+	for _, tc := range []struct {
+		name    string
+		per     int // records per segment
+		damage  func(t *testing.T, fsys *vfs.MemFS, dir string) int64
+		want    []string // %d: the offset damage returns
+		dropped int
+	}{
+		{
+			name: "flipped byte in record 12 of the only segment", per: 100,
+			damage:  flipRecord(1, 11),
+			want:    []string{"drops 5 records, revisions 13–17: log.000001 from offset %d to the end (copied to log.000001.broken first)"},
+			dropped: 5,
+		},
+		{
+			name: "flipped byte in a middle segment", per: 5,
+			damage:  flipRecord(2, 1), // revision 7
+			want:    []string{"drops 10 records, revisions 8–17: log.000002 from offset %d to the end (copied to log.000002.broken first), log.000003–log.000004 (set aside as NAME.broken)"},
+			dropped: 10,
+		},
+		{
+			name: "older evidence: numbered names, each named", per: 5,
+			damage: func(t *testing.T, fsys *vfs.MemFS, dir string) int64 {
+				rewrite(t, fsys, wal.SegmentPath(dir, 3)+recovery.BrokenSuffix, []byte("old"))
+				return flipRecord(2, 4)(t, fsys, dir) // revision 10
+			},
+			want:    []string{"drops 7 records, revisions 11–17: log.000002 from offset %d to the end (copied to log.000002.broken first), log.000003 (set aside as log.000003.broken.1), log.000004 (set aside as log.000004.broken)"},
+			dropped: 7,
+		},
+		{
+			name: "the last record damaged: nothing readable dropped", per: 100,
+			damage:  flipRecord(1, 16),
+			want:    []string{"drops no readable record: log.000001 from offset %d to the end (copied to log.000001.broken first)"},
+			dropped: 0,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fsys, dir := newDir(t)
+			writeSegments(t, fsys, dir, tc.per)
+			off := tc.damage(t, fsys, dir)
+			plan, err := recovery.PlanRepair(fsys, dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want []string
+			for _, w := range tc.want {
+				if strings.Contains(w, "%d") {
+					w = fmt.Sprintf(w, off)
+				}
+				want = append(want, w)
+			}
+			if d := cmp.Diff(want, plan.Summary()); d != "" {
+				t.Errorf("summary (-want +got):\n%s", d)
+			}
+			if len(plan.Dropped) != tc.dropped {
+				t.Errorf("%d records dropped, want %d", len(plan.Dropped), tc.dropped)
+			}
+			if len(plan.Unreadable) == 0 {
+				t.Error("no unreadable range")
+			}
+		})
+	}
+}
+
+// TestRepairSummarySnapshot: for a damaged snapshot, the summary says
+// how many keys it sets aside and from which key to which, or, rewritten
+// with the entries that read, how many it keeps and which ranges it
+// loses.
+func TestRepairSummarySnapshot(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		at   func(b []byte) int
+		want []string
+	}{
+		{"the end frame damaged: every entry kept", func(b []byte) int { return len(b) - 5 },
+			[]string{`keeps all 6 keys of the snapshot (its first record counts 6): its damage held none`}},
+		{"a middle entry damaged", func(b []byte) int { return 8 + 40 + 20 },
+			[]string{`keeps the 5 keys of the snapshot that read and loses 1 (its first record counts 6): the keys before "d"`}},
+		{"the first record damaged: set aside", func([]byte) int { return 8 + 12 },
+			[]string{`drops the 6 keys of snapshot that read, "c" to "k5" (set aside as snapshot.broken)`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fsys, dir := newDir(t)
+			writeLog(t, fsys, dir, 1, 1, articleOps())
+			res, err := recovery.Recover(fsys, dir, recovery.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Writer.Close()
+			toFrames(t, fsys, dir)
+			name := dir + "/" + snapshot.Name
+			b, _ := vfs.ReadFile(fsys, name)
+			b[tc.at(b)] ^= 1
+			rewrite(t, fsys, name, b)
+			plan, err := recovery.PlanRepair(fsys, dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := plan.Summary()
+			if len(got) > 0 && strings.HasPrefix(got[0], "drops no readable record") {
+				got = got[1:] // the segments the snapshot covered, set aside with it
+			}
+			if d := cmp.Diff(tc.want, got); d != "" {
+				t.Errorf("summary (-want +got):\n%s\nsteps %q", d, plan.Steps)
+			}
+		})
+	}
+}

@@ -17,7 +17,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-type repairOpts struct{ yes, json bool }
+type repairOpts struct{ yes, json, verbose bool }
 
 func newRepairCmd(g *globalOpts) *cobra.Command {
 	o := &repairOpts{}
@@ -31,13 +31,16 @@ overwritten, not even by a rerun after a repair that crashed); then it
 cuts the log at the first corrupt record and sets aside every later
 segment, or, for a damaged snapshot, sets it aside and starts from an
 empty snapshot that keeps revisions from going backwards. It prints each
-step and exactly which committed data it drops. It holds the directory's
-lock throughout (see --wait).
+step and which committed data it drops. It holds the directory's lock
+throughout (see --wait).
 
 Without --yes it only prints the plan, and refuses (exit 1) when the plan
-drops committed records. The plan lists what it drops as far as it can
-be read: every record (revision, operations, file and offset), every
-key of a snapshot it sets aside, and every unreadable range. When only
+drops committed records. The plan sums up what it drops: how many
+records, their revisions and the files they are in (where a segment is
+cut, which are set aside as NAME.broken), how many keys of a snapshot it
+sets aside and from which key to which, and every unreadable range.
+With --verbose it lists what it drops as far as it can be read: every
+record (revision, operations, file and offset) and every key. When only
 the entries of a snapshot are damaged (its first record reads, it holds
 no lease, and the log after it is sound), the repair keeps every entry
 that reads and loses only the keys in the damaged ranges, which the plan
@@ -48,8 +51,9 @@ holding, is no damage either: repair refuses it ('kv DIR check' says
 format:), and the build that wrote it opens the directory.
 Interrupted (Ctrl-C, a crash), a repair is safe to run again: it starts
 from what the directory holds then, and keeps the earlier evidence.`,
-		Example: `  kv data repair          # show the plan
-  kv data repair --yes    # carry it out
+		Example: `  kv data repair            # show the plan
+  kv data repair --verbose  # and every record and key it drops
+  kv data repair --yes      # carry it out
   kv data repair --json | jq -r '.drops[]'`,
 		Args: args(1, 1),
 		RunE: func(cmd *cobra.Command, a []string) error {
@@ -98,10 +102,7 @@ from what the directory holds then, and keeps the earlier evidence.`,
 				}
 				fmt.Fprintf(w, "keeps every record through revision %d\n", plan.KeepThrough)
 				fmt.Fprintf(w, "ends the log with a skip to revision %d, so that no revision is ever given twice (%s)\n", plan.Skip, plan.Floor)
-				for _, d := range plan.Drops {
-					fmt.Fprintf(w, "drops %s\n", d)
-				}
-				printDropped(w, plan)
+				printSummary(w, plan, o.verbose)
 			}
 			if !o.yes {
 				return exitError{code: exitFailed, msg: "refusing to drop committed data without --yes (the plan above changes nothing until then)"}
@@ -125,6 +126,7 @@ from what the directory holds then, and keeps the earlier evidence.`,
 		ValidArgsFunction: completeDir,
 	}
 	c.Flags().BoolVar(&o.yes, "yes", false, "carry out a plan that drops committed records")
+	c.Flags().BoolVarP(&o.verbose, "verbose", "v", false, "list every record and key the plan drops, and every unreadable range")
 	jsonFlag(c, &o.json, "print the plan, and whether it was applied, as a JSON object")
 	g.waitFlag(c)
 	return c
@@ -171,6 +173,35 @@ func lockForRepair(dir string, wait time.Duration) (vfs.File, error) {
 			return nil, exitError{code: exitTempFail, msg: msg}
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// maxUnreadable bounds the unreadable ranges the summary lists.
+const maxUnreadable = 10
+
+// printSummary sums up what plan drops: counts, revision ranges, files
+// and key ranges (RepairPlan.Summary), and the unreadable ranges; verbose,
+// it then lists every record and key, as far as they read.
+func printSummary(w io.Writer, plan *recovery.RepairPlan, verbose bool) {
+	for _, l := range plan.Summary() {
+		fmt.Fprintln(w, l)
+	}
+	if verbose {
+		for _, d := range plan.Drops {
+			fmt.Fprintf(w, "drops %s\n", d)
+		}
+		printDropped(w, plan)
+		return
+	}
+	for i, u := range plan.Unreadable {
+		if i == maxUnreadable {
+			fmt.Fprintf(w, "drops %d more unreadable ranges (--verbose lists them)\n", len(plan.Unreadable)-maxUnreadable)
+			break
+		}
+		fmt.Fprintf(w, "drops unreadable %s\n", u)
+	}
+	if len(plan.Dropped)+len(plan.DroppedEntries) > 0 {
+		fmt.Fprintln(w, "(--verbose lists every record and key it drops)")
 	}
 }
 

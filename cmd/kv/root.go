@@ -91,8 +91,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 // nothing), or by a read after a writer's open (which may have sealed or
 // rotated the log, but wrote nothing of the command's own).
 const (
-	hintNothingChanged = " (nothing was changed; 'kv DIR check' lists the damage, 'kv DIR repair' is the way out)"
-	hintAfterOpen      = " (found after the store was opened, in a block of the snapshot's image that an open does not read: the command's own change was not made, though the open may have sealed the log and started the next segment; 'kv DIR check' lists the damage, 'kv DIR repair' is the way out)"
+	hintNothingChanged = " (nothing was changed; 'kv DIR check' lists the damage, 'kv DIR dump --salvage' prints what can still be read, 'kv DIR repair --salvage' keeps it)"
+	hintAfterOpen      = " (found after the store was opened, in a block of the snapshot's image that an open does not read: the command's own change was not made, though the open may have sealed the log and started the next segment; 'kv DIR check' lists the damage, 'kv DIR dump --salvage' prints what can still be read, 'kv DIR repair --salvage' keeps it)"
 )
 
 // keyError words a failed operation on key: the key quoted, so that an

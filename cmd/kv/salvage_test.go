@@ -93,7 +93,7 @@ func TestDumpSalvage(t *testing.T) {
 	}
 }
 
-// TestRepairPlanListsDrops: kv DIR repair without --yes names every
+// TestRepairPlanListsDrops: kv DIR repair --verbose without --yes names every
 // record its plan drops (revision, operation, file and offset) and the
 // unreadable bytes, exits 1, and changes nothing.
 func TestRepairPlanListsDrops(t *testing.T) {
@@ -113,7 +113,7 @@ func TestRepairPlanListsDrops(t *testing.T) {
 	b[offs[4]+30] ^= 0x10 // revision 5
 	os.WriteFile(seg, b, 0o600)
 	before := hashDir(t, dir)
-	code, out, _ := kvRun(t, "", dir, "repair")
+	code, out, _ := kvRun(t, "", dir, "repair", "--verbose")
 	if code != exitFailed {
 		t.Errorf("exit %d", code)
 	}
