@@ -47,17 +47,7 @@ func TestReadersBesideLiveWriter(t *testing.T) {
 	// A watch in another process follows the whole load, across its
 	// rotations and checkpoints, and must print every revision once, in
 	// order (checked after the load).
-	watch := exec.Command(bin, dir, "watch", "--from", "1", "--json")
-	watchOut, err := watch.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var watchErr limitedBuffer
-	watch.Stderr = &watchErr
-	if err := watch.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer watch.Process.Kill()
+	_, watchOut, watchErr := startWatch(t, bin, dir, "--from", "1", "--json")
 	watched := make(chan int64, 1) // the last revision in order, or -1 after a gap
 	var watchGap string
 	go func() {

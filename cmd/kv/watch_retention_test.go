@@ -30,17 +30,7 @@ func TestWatchBehindAcrossCheckpoints(t *testing.T) {
 		t.Fatalf("kv DIR put --create: %v\n%s", err, out)
 	}
 
-	watch := exec.Command(bin, dir, "watch", "--from", "2", "--json")
-	stdout, err := watch.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	watch.Stderr = &stderr
-	if err := watch.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer watch.Process.Kill()
+	watch, stdout, stderr := startWatch(t, bin, dir, "--from", "2", "--json")
 
 	// The load runs while nothing reads the watch: once the pipe's 64 KiB
 	// fill, the watch stalls a few hundred revisions in.

@@ -2,9 +2,9 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 
 	"os/exec"
 	"path/filepath"
@@ -42,17 +42,7 @@ func TestWatchAcrossWriters(t *testing.T) {
 	}
 	kvRun("put", "--create", "k0", "v0")
 
-	watch := exec.Command(bin, dir, "watch", "--from", "1", "--json", "--prev")
-	stdout, err := watch.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	watch.Stderr = &stderr
-	if err := watch.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer watch.Process.Kill()
+	watch, stdout, stderr := startWatch(t, bin, dir, "--from", "1", "--json", "--prev")
 	lines := make(chan string, 10000)
 	go func() {
 		sc := bufio.NewScanner(stdout)
@@ -188,6 +178,25 @@ func TestWatchAcrossWriters(t *testing.T) {
 	if err := watch.Wait(); err != nil {
 		t.Errorf("watch after SIGTERM: %v\n%s", err, stderr.String())
 	}
+}
+
+// startWatch starts "kv DIR watch ARGS..." and returns the process, its
+// stdout, for the caller to read (or not, to stall it), and the start of
+// its stderr. The process is killed when the test ends.
+func startWatch(t *testing.T, bin, dir string, args ...string) (*exec.Cmd, io.Reader, *limitedBuffer) {
+	t.Helper()
+	watch := exec.Command(bin, append([]string{dir, "watch"}, args...)...)
+	stdout, err := watch.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr := new(limitedBuffer)
+	watch.Stderr = stderr
+	if err := watch.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { watch.Process.Kill(); watch.Wait() })
+	return watch, stdout, stderr
 }
 
 func mustParseDump(t *testing.T, s string) map[string]string {
