@@ -58,6 +58,12 @@ type Options struct {
 	// (CheckpointBytes: -1), so that its whole log is replayed at the next
 	// open. The other engines ignore it.
 	NoCheckpoint bool
+	// LogBytes is how much an engine logs before it checkpoints or
+	// flushes: kv's CheckpointBytes, pebble's and badger's MemTableSize.
+	// 0 keeps each engine's default (64 MiB, 4 MiB, 64 MiB); only
+	// kvbench's smoke test sets it, to reach the same states on small
+	// sizes. bbolt, walmap and raw have nothing to set.
+	LogBytes int64
 }
 
 // Names lists the engines in the order kvbench runs and prints them.

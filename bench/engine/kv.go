@@ -17,6 +17,9 @@ func openKV(dir string, o Options) (Engine, error) {
 	if o.NoSync {
 		opts.Sync = kv.Never
 	}
+	if o.LogBytes > 0 {
+		opts.CheckpointBytes = o.LogBytes
+	}
 	if o.NoCheckpoint {
 		opts.CheckpointBytes = -1
 	}
@@ -38,6 +41,16 @@ func (e *kvEngine) Note() string {
 	st := e.s.Stats()
 	return fmt.Sprintf("kv: recovery replayed %d records (%d bytes, snapshot %v); %d checkpoints since open",
 		st.RecoveryReplayed, st.RecoveryBytes, st.RecoverySnapshot, st.Checkpoints)
+}
+
+// Checkpoint writes a snapshot: the log an open replays is empty after it.
+func (e *kvEngine) Checkpoint() error { return e.s.Checkpoint() }
+
+// LogStats returns the bytes logged and the checkpoints written since the
+// store was opened.
+func (e *kvEngine) LogStats() (logged, checkpoints int64) {
+	st := e.s.Stats()
+	return st.BytesLogged, st.Checkpoints
 }
 
 func (e *kvEngine) Put(key, value []byte) error {

@@ -28,7 +28,11 @@ func (quietLogger) Errorf(string, ...any)          {}
 func (quietLogger) Fatalf(format string, a ...any) { panic("pebble: fatal: " + format) }
 
 func openPebble(dir string, o Options) (Engine, error) {
-	db, err := pebble.Open(dir, &pebble.Options{Logger: quietLogger{}})
+	opts := &pebble.Options{Logger: quietLogger{}}
+	if o.LogBytes > 0 {
+		opts.MemTableSize = uint64(o.LogBytes)
+	}
+	db, err := pebble.Open(dir, opts)
 	if err != nil {
 		return nil, err
 	}

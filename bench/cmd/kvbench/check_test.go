@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -170,5 +172,47 @@ func TestReportRatios(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("the report has no %q:\n%s", want, out)
 		}
+	}
+}
+
+func TestKillGen(t *testing.T) {
+	const keys = 10
+	for _, tc := range []struct {
+		name    string
+		j, n    int
+		wantGen uint64
+	}{
+		{"untouched key", 7, 5, 0},
+		{"last tail put", 4, 5, 1},
+		{"first tail put", 0, 5, 1},
+		{"second pass", 2, 13, 2},
+		{"first pass only", 3, 13, 1},
+		{"exactly one pass", 9, 10, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := killGen(tc.j, tc.n, keys); got != tc.wantGen {
+				t.Fatalf("killGen(%d, %d, %d) = %d, want %d", tc.j, tc.n, keys, got, tc.wantGen)
+			}
+		})
+	}
+}
+
+func TestNewestLog(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"000004.log", "000012-001.log", "000009.sst", "MANIFEST-000013", "00003.mem"} {
+		if err := os.WriteFile(filepath.Join(dir, name), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		ext  string
+		want int64
+	}{{".log", 12}, {".mem", 3}} {
+		if got, err := newestLog(dir, tc.ext); err != nil || got != tc.want {
+			t.Errorf("newestLog(%s) = %d, %v, want %d", tc.ext, got, err, tc.want)
+		}
+	}
+	if _, err := newestLog(dir, ".wal"); err == nil {
+		t.Error("newestLog found a .wal file in a directory with none")
 	}
 }

@@ -32,6 +32,7 @@ type task struct {
 	Writers int    `json:"writers,omitempty"`
 	Readers int    `json:"readers,omitempty"` // goroutines of a coldget task
 	Round   int    `json:"round"`             // the round, which orders the warm gets
+	Puts    int    `json:"puts,omitempty"`    // the tail puts a killopen task finds
 	Profile string `json:"profile,omitempty"` // write a CPU profile here
 	Config  config `json:"config"`
 }
@@ -83,6 +84,16 @@ func runChild(arg string) error {
 		err = childReplayOpen(&t, &res)
 	case "readbw":
 		err = childReadBandwidth(&t, &res)
+	case "afterload":
+		err = childAfterLoad(&t, &res)
+	case "afterloadwrite":
+		err = childAfterLoadWrite(&t, &res)
+	case "afterloadfresh":
+		err = childAfterLoadFresh(&t, &res)
+	case "killwrite":
+		err = childKillWrite(&t, &res)
+	case "killopen":
+		err = childKillOpen(&t, &res)
 	default:
 		err = fmt.Errorf("unknown child task %q", t.Name)
 	}

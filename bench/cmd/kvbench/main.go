@@ -24,7 +24,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -39,17 +38,19 @@ import (
 
 // config is the size of a run; every child gets a copy.
 type config struct {
-	Keys         int           `json:"keys"`              // data set for load, reopen, gets, scan, mixed
-	Batch        int           `json:"batch"`             // pairs per batch in the bulk load
-	PutDur       time.Duration `json:"put_dur"`           // per writer count and engine
-	ReadDur      time.Duration `json:"read_dur"`          // per Get goroutine count and engine
-	MixedDur     time.Duration `json:"mixed_dur"`         // per engine
-	ReplayBytes  int64         `json:"replay_bytes"`      // of the kv store's log; the others get the same writes
-	Rounds       int           `json:"rounds"`            // of every workload but replay
-	ReplayRounds int           `json:"replay_rounds"`     // of the replay workload
-	Writers      []int         `json:"writers"`           // concurrent writers of the put workload
-	NoLoad       bool          `json:"no_load,omitempty"` // skip load, reopen, gets, scan and mixed
-	Cold         string        `json:"cold"`              // how a cold open drops the page cache: pagecache.Drop or pagecache.Fadvise
+	Keys         int           `json:"keys"`                // data set for load, reopen, gets, scan, mixed
+	Batch        int           `json:"batch"`               // pairs per batch in the bulk load
+	PutDur       time.Duration `json:"put_dur"`             // per writer count and engine
+	ReadDur      time.Duration `json:"read_dur"`            // per Get goroutine count and engine
+	MixedDur     time.Duration `json:"mixed_dur"`           // per engine
+	ReplayBytes  int64         `json:"replay_bytes"`        // of the kv store's log; the others get the same writes
+	Rounds       int           `json:"rounds"`              // of every workload but replay
+	ReplayRounds int           `json:"replay_rounds"`       // of the replay workload
+	Writers      []int         `json:"writers"`             // concurrent writers of the put workload
+	NoLoad       bool          `json:"no_load,omitempty"`   // skip load, reopen, gets, scan and mixed
+	Workloads    []string      `json:"workloads,omitempty"` // the workloads run (see workloadNames); nil for all
+	LogBytes     int64         `json:"log_bytes,omitempty"` // engine.Options.LogBytes of the afterload and killed workloads; 0 for each engine's default
+	Cold         string        `json:"cold"`                // how a cold open drops the page cache: pagecache.Drop or pagecache.Fadvise
 }
 
 func main() {
@@ -70,6 +71,7 @@ func main() {
 	writers := flag.String("writers", "1,16,64", "concurrent writers of the durable-put workload, comma-separated")
 	noLoad := flag.Bool("no-load", false, "skip the bulk load and what runs on it (reopen, gets, scan, mixed)")
 	from := flag.String("report", "", "print the report of a run saved with -json, and run nothing")
+	workloads := flag.String("workloads", strings.Join(workloadNames, ","), "workloads to run, comma-separated: "+strings.Join(workloadNames, ", "))
 	cold := flag.String("cold", "auto", "how a cold open empties the page cache: drop (drop_caches, needs root), fadvise (posix_fadvise DONTNEED on the store's files), auto (drop if allowed, else fadvise, said in the report)")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "usage: kvbench [flags]\n\n")
@@ -104,7 +106,7 @@ func main() {
 		c = config{
 			Keys: 20_000, Batch: 1000, PutDur: 200 * time.Millisecond, ReadDur: 200 * time.Millisecond,
 			MixedDur: 200 * time.Millisecond, ReplayBytes: 4 << 20, Rounds: 1, ReplayRounds: 1,
-			Writers: c.Writers,
+			Writers: c.Writers, LogBytes: 4 << 20,
 		}
 	}
 	c.Writers = nil
@@ -117,6 +119,19 @@ func main() {
 		c.Writers = append(c.Writers, n)
 	}
 	c.NoLoad = *noLoad
+	for _, w := range strings.Split(*workloads, ",") {
+		w = strings.TrimSpace(w)
+		if !slices.Contains(workloadNames, w) {
+			fmt.Fprintf(os.Stderr, "kvbench: -workloads: unknown workload %q (have %v)\n", w, workloadNames)
+			os.Exit(2)
+		}
+		if !(c.NoLoad && slices.Contains(loadWorkloads, w)) && !slices.Contains(c.Workloads, w) {
+			c.Workloads = append(c.Workloads, w)
+		}
+	}
+	if !slices.Contains(c.Workloads, "replay") {
+		c.ReplayRounds = 0
+	}
 	method, note, err := pagecache.Method(*cold)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "kvbench:", err)
@@ -137,6 +152,20 @@ func main() {
 		fmt.Fprintln(os.Stderr, "kvbench:", err)
 		os.Exit(1)
 	}
+}
+
+// workloadNames are the workloads -workloads selects from: the durable
+// puts (and the paired ones), the bulk load with the reads of the loaded
+// store, the unsynced load with its reopens, the writer killed with a full
+// log tail, and the 256 MiB replay with the raw read.
+var workloadNames = []string{"puts", "load", "afterload", "killed", "replay"}
+
+// loadWorkloads are the workloads -no-load skips.
+var loadWorkloads = []string{"load", "afterload", "killed"}
+
+// has reports whether the run includes workload w.
+func (c config) has(w string) bool {
+	return c.Workloads == nil || slices.Contains(c.Workloads, w)
 }
 
 // runner runs the children of one run and collects their figures.
@@ -263,26 +292,10 @@ func (r *runner) progress(format string, a ...any) {
 
 // child runs t in a new process and returns its figures.
 func (r *runner) child(t task) (result, error) {
-	t.Config = r.c
-	if r.profile != "" {
-		name := fmt.Sprintf("%s-%s", t.Name, t.Engine)
-		if t.Writers > 0 {
-			name += fmt.Sprintf("-%d", t.Writers)
-		}
-		if t.Readers > 0 {
-			name += fmt.Sprintf("-g%d", t.Readers)
-		}
-		t.Profile = filepath.Join(r.profile, fmt.Sprintf("%s-r%d.pprof", name, r.cur+1))
-	}
-	arg, err := json.Marshal(t)
+	cmd, err := r.command(&t)
 	if err != nil {
 		return result{}, err
 	}
-	if l, ok := loadAverage(); ok {
-		r.load = append(r.load, l)
-	}
-	cmd := exec.Command(r.exe, "-child", string(arg))
-	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
 	if err != nil {
 		return result{}, fmt.Errorf("%s on %s: %w", t.Name, t.Engine, err)
@@ -292,6 +305,12 @@ func (r *runner) child(t task) (result, error) {
 		return result{}, fmt.Errorf("%s on %s: bad child output %q: %w", t.Name, t.Engine, out, err)
 	}
 	return res, nil
+}
+
+// profilePath is where the CPU profile of the child named name (task and
+// engine) goes in the running round.
+func (r *runner) profilePath(name string) string {
+	return filepath.Join(r.profile, fmt.Sprintf("%s-r%d.pprof", name, r.cur+1))
 }
 
 // record stores res's figures for engine in round, each name prefixed.
@@ -329,10 +348,34 @@ func (r *runner) putRun(round int, name, e string, w int) (result, error) {
 }
 
 // round runs one round of the put, load, reopen, get, scan and mixed
-// workloads, every engine in turn for each.
+// workloads, then the unsynced load and the kill (issue 41), every engine
+// in turn for each.
 func (r *runner) round(round int) error {
 	tag := fmt.Sprintf("round %d/%d", round+1, r.c.Rounds)
 	engines := r.order(round)
+	if r.c.has("puts") {
+		if err := r.putsRound(round, tag, engines); err != nil {
+			return err
+		}
+	}
+	if r.c.has("load") && !r.c.NoLoad {
+		if err := r.loadRound(round, tag, engines); err != nil {
+			return err
+		}
+	}
+	if r.c.has("afterload") && !r.c.NoLoad {
+		if err := r.afterLoadRound(round, tag, engines); err != nil {
+			return err
+		}
+	}
+	if r.c.has("killed") && !r.c.NoLoad {
+		return r.killedRound(round, tag, engines)
+	}
+	return nil
+}
+
+// putsRound runs one round of the durable puts and the paired puts.
+func (r *runner) putsRound(round int, tag string, engines []string) error {
 	for _, w := range r.c.Writers {
 		for _, e := range engines {
 			res, err := r.putRun(round, "puts", e, w)
@@ -355,9 +398,12 @@ func (r *runner) round(round int) error {
 			r.progress("%s puts paired with raw's, %-10s %-6s %.2f of the limit", tag, writersName(w), e, res.Metrics["limit"])
 		}
 	}
-	if r.c.NoLoad {
-		return nil
-	}
+	return nil
+}
+
+// loadRound runs one round of the bulk load and the reads of the loaded
+// store.
+func (r *runner) loadRound(round int, tag string, engines []string) error {
 	for _, e := range engines {
 		d := r.dir("load-" + e)
 		res, err := r.child(task{Name: "load", Engine: e, Dir: d})

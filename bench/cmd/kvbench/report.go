@@ -67,11 +67,12 @@ const (
 	mbPerSec             // bandwidth
 	times                // a plain factor
 	fraction             // a ratio below 1, mostly
+	count                // a number of things
 )
 
 func (u unit) format(v float64) string {
 	switch u {
-	case perSec:
+	case perSec, count:
 		return fmtCount(v)
 	case seconds:
 		return fmtDur(v)
@@ -199,6 +200,18 @@ func rows(c config) []row {
 		row{"mixed.ops", "mixed 50/40/10 get/put/add, 16 workers, warm: ops/s", perSec, true, "", true},
 		row{"mixed.p50", "mixed, warm: p50", seconds, false, "", true},
 		row{"mixed.p99", "mixed, warm: p99", seconds, false, "", true},
+		row{"load.unsynced.kps", fmt.Sprintf("bulk load, %s keys in %d unsynced batches of %d, one sync at the end: keys/s", keys, (c.Keys+c.Batch-1)/c.Batch, c.Batch), perSec, true, "load.unsynced.kps", true},
+		row{"afterload.rss", "peak RSS: unsynced load, close, reopen, two full ordered scans, in one process", bytesMiB, false, "", true},
+		row{"afterload.rsskey", "peak RSS per key: unsynced load, close, reopen, two full ordered scans, in one process", perKey, false, "", true},
+		row{"reopen.afterload.same.s", "reopen after the unsynced load and close, in the loading process", seconds, false, "", true},
+		row{"scan.afterload.same.first.kps", "first full ordered scan right after that reopen: keys/s", perSec, true, "", true},
+		row{"scan.afterload.same.second.kps", "second full ordered scan after that reopen: keys/s", perSec, true, "", true},
+		row{"reopen.afterload.fresh.s", "reopen after the unsynced load and close, in a fresh process", seconds, false, "", true},
+		row{"scan.afterload.fresh.first.kps", "first full ordered scan right after that reopen: keys/s", perSec, true, "", true},
+		row{"killed.puts", "the log tail: unsynced puts since the last checkpoint (kv) or memtable rotation (pebble, badger; walmap and bbolt: as many as kv), then one sync and SIGKILL", count, false, "", false},
+		row{"killed.logbytes", "kv's log bytes of those puts", bytesMiB, false, "", false},
+		row{"reopen.killed.s", "reopen in a fresh process after the writer's SIGKILL with that log tail", seconds, false, "", true},
+		row{"scan.killed.first.kps", "first full ordered scan right after that reopen: keys/s", perSec, true, "", true},
 		row{"replay.s", fmt.Sprintf("reopen after %s of small writes, cold", replay), seconds, false, "", true},
 		row{"replay.mbs", fmt.Sprintf("reopen after %s of small writes, cold: %s ÷ time", replay, replay), mbPerSec, true, "readbw.cold", true},
 		row{"replay.first.s", fmt.Sprintf("reopen after %s of small writes, cold, until a first ordered read", replay), seconds, false, "", true},
