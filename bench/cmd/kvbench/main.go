@@ -69,7 +69,7 @@ func main() {
 	profile := flag.String("profile", "", "write a CPU profile of every child process into this directory")
 	save := flag.String("json", "", "also write every figure of every round to this file, for -report")
 	writers := flag.String("writers", "1,16,64", "concurrent writers of the durable-put workload, comma-separated")
-	noLoad := flag.Bool("no-load", false, "skip the bulk load and what runs on it (reopen, gets, scan, mixed)")
+	noLoad := flag.Bool("no-load", false, "skip the bulk load and what runs on it (reopen, gets, scan, mixed), and the afterload and killed workloads")
 	from := flag.String("report", "", "print the report of a run saved with -json, and run nothing")
 	workloads := flag.String("workloads", strings.Join(workloadNames, ","), "workloads to run, comma-separated: "+strings.Join(workloadNames, ", "))
 	cold := flag.String("cold", "auto", "how a cold open empties the page cache: drop (drop_caches, needs root), fadvise (posix_fadvise DONTNEED on the store's files), auto (drop if allowed, else fadvise, said in the report)")
