@@ -73,10 +73,12 @@ func childAfterLoad(t *task, res *result) error {
 		return err
 	}
 	if t.Engine == "raw" {
-		if err := checkRawLoad(t); err != nil {
+		// The peak before the read-back: the process's fixed cost and
+		// the load's buffers.
+		if err := recordRSS(res, "afterload", c.Keys); err != nil {
 			return err
 		}
-		return recordRSS(res, "afterload", c.Keys)
+		return checkRawLoad(t)
 	}
 	start = time.Now()
 	if e, err = engine.Open(t.Engine, t.Dir, o); err != nil {
