@@ -17,7 +17,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-type repairOpts struct{ yes, json, verbose bool }
+type repairOpts struct{ yes, json, verbose, salvage bool }
 
 func newRepairCmd(g *globalOpts) *cobra.Command {
 	o := &repairOpts{}
@@ -45,7 +45,18 @@ the entries of a snapshot are damaged (its first record reads, it holds
 no lease, and the log after it is sound), the repair keeps every entry
 that reads and loses only the keys in the damaged ranges, which the plan
 names by the keys around them. 'kv DIR dump --salvage' prints what
-survives beforehand. A torn tail needs no repair: recovery cuts it. A log
+survives beforehand.
+
+With --salvage it keeps what can still be read of what it drops, as
+sqlite's .recover does: it reads the directory as 'kv DIR dump --salvage'
+does before it changes anything, repairs (keeping the evidence), then
+writes, in one transaction, the final value of every salvaged key that
+the repaired store lacks or holds differently, and deletes the keys the
+salvage lacks. Final values, never the log's records again: an add is
+not counted twice. It prints how many keys it kept, the revision of that
+transaction, and what stays lost (the unreadable ranges, the revisions
+no readable record holds). Without --yes it prints the plan and what the
+salvage would keep. A torn tail needs no repair: recovery cuts it. A log
 segment of a format version this build does not read, its checksums
 holding, is no damage either: repair refuses it ('kv DIR check' says
 format:), and the build that wrote it opens the directory.
@@ -54,6 +65,7 @@ from what the directory holds then, and keeps the earlier evidence.`,
 		Example: `  kv data repair            # show the plan
   kv data repair --verbose  # and every record and key it drops
   kv data repair --yes      # carry it out
+  kv data repair --salvage --yes  # and keep what can still be read of what it drops
   kv data repair --json | jq -r '.drops[]'`,
 		Args: args(1, 1),
 		RunE: func(cmd *cobra.Command, a []string) error {
@@ -84,6 +96,20 @@ from what the directory holds then, and keeps the earlier evidence.`,
 			w := cmd.OutOrStdout()
 			out := repairJSON{Steps: nonNilStrings(plan.Steps), Drops: nonNilStrings(plan.Drops),
 				KeepThrough: uint64(plan.KeepThrough), Skip: uint64(plan.Skip)}
+			var salvaged *recovery.SalvageReport
+			if o.salvage && !plan.Empty() {
+				// Read before anything changes: once the repair has
+				// cut and set aside, the directory's live files no
+				// longer hold what it dropped.
+				opts, err := g.storeOptions(true)
+				if err != nil {
+					return err
+				}
+				if salvaged, err = kv.Salvage(dir, opts); err != nil {
+					return fmt.Errorf("salvage: %w (nothing was changed)", err)
+				}
+				out.Salvage = &salvageJSON{Lost: nonNilStrings(salvageLines(salvaged))}
+			}
 			if o.json && (plan.Empty() || !o.yes) {
 				if err := json.NewEncoder(w).Encode(out); err != nil {
 					return err
@@ -104,28 +130,67 @@ from what the directory holds then, and keeps the earlier evidence.`,
 				fmt.Fprintf(w, "ends the log with a skip to revision %d, so that no revision is ever given twice (%s)\n", plan.Skip, plan.Floor)
 				printSummary(w, plan, o.verbose)
 			}
+			if salvaged != nil {
+				printSalvagePlan(io.Discard, plan, salvaged, out.Salvage)
+				if !o.json {
+					printSalvagePlan(w, plan, salvaged, out.Salvage)
+				}
+			}
 			if !o.yes {
 				return exitError{code: exitFailed, msg: "refusing to drop committed data without --yes (the plan above changes nothing until then)"}
 			}
 			stage = "the repair stopped part way; run it again to finish (the .broken files hold the originals)"
+			if salvaged != nil {
+				stage += "; nothing salvaged was written yet, and a rerun salvages only what the live files still hold"
+			}
 			err = plan.Apply(vfs.OS, func(step string) {
 				if !o.json {
 					fmt.Fprintf(w, "done: %s\n", step)
 				}
 			})
 			if err != nil {
+				if salvaged != nil {
+					return fmt.Errorf("repair stopped: %w (the .broken files hold the originals; nothing salvaged was written: run 'kv DIR repair --salvage --yes' again to finish, which salvages only what the live files still hold, not the files already set aside)", err)
+				}
 				return fmt.Errorf("repair stopped: %w (the .broken files hold the originals)", err)
+			}
+			if salvaged != nil {
+				stage = "the repair is done (the .broken files hold the originals); writing the salvaged keys, a transaction that commits whole or not at all"
+				r, rev, err := restoreSalvaged(g, dir, lock, salvaged.Map)
+				sj := out.Salvage
+				sj.Restored, sj.Puts, sj.Deletes, sj.First, sj.Revision = r.Keys(), r.Puts, r.Deletes, uint64(r.First), uint64(r.Last)
+				if err != nil {
+					done := "none of them was written"
+					if r.Keys() > 0 {
+						done = fmt.Sprintf("%s were written, through revision %d", plural(r.Keys(), "key"), r.Last)
+					}
+					return fmt.Errorf("salvage: the repair is done (evidence: %s) and the store recovers through revision %d, but writing the salvaged keys failed: %w; %s. What the repair dropped is now only in the evidence files (kept, never overwritten)", evidenceNames(plan), rev, err, done)
+				}
 			}
 			if o.json {
 				out.Applied = true
 				return json.NewEncoder(w).Encode(out)
 			}
 			fmt.Fprintln(w, "repaired: the next open recovers the kept records")
+			if sj := out.Salvage; sj != nil {
+				switch {
+				case sj.Restored == 0:
+					fmt.Fprintln(w, "salvage: every salvaged key holds its value already: nothing to write")
+				case sj.First == sj.Revision:
+					fmt.Fprintf(w, "salvage: kept %s (%d put, %d deleted) in one transaction, at revision %d\n", plural(sj.Restored, "key"), sj.Puts, sj.Deletes, sj.Revision)
+				default:
+					fmt.Fprintf(w, "salvage: kept %s (%d put, %d deleted) in transactions at revisions %d–%d\n", plural(sj.Restored, "key"), sj.Puts, sj.Deletes, sj.First, sj.Revision)
+				}
+				for _, l := range sj.Lost {
+					fmt.Fprintf(w, "salvage: lost: %s\n", l)
+				}
+			}
 			return nil
 		},
 		ValidArgsFunction: completeDir,
 	}
 	c.Flags().BoolVar(&o.yes, "yes", false, "carry out a plan that drops committed records")
+	c.Flags().BoolVar(&o.salvage, "salvage", false, "keep what can still be read of what the repair drops: write its keys' final values after the repair")
 	c.Flags().BoolVarP(&o.verbose, "verbose", "v", false, "list every record and key the plan drops, and every unreadable range")
 	jsonFlag(c, &o.json, "print the plan, and whether it was applied, as a JSON object")
 	g.waitFlag(c)
@@ -139,6 +204,8 @@ type repairJSON struct {
 	KeepThrough uint64   `json:"keep_through"`
 	Skip        uint64   `json:"skip"`
 	Applied     bool     `json:"applied"`
+	// Salvage is what --salvage keeps and loses.
+	Salvage *salvageJSON `json:"salvage,omitempty"`
 }
 
 func nonNilStrings(s []string) []string {
