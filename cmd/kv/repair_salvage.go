@@ -110,8 +110,7 @@ type heldLock struct{ vfs.File }
 
 func (heldLock) Close() error { return nil }
 
-// evidenceNames names the evidence files of the steps of plan done, or
-// of every step.
+// evidenceNames names the evidence files of every step of plan.
 func evidenceNames(plan *recovery.RepairPlan) string {
 	var names []string
 	for _, e := range plan.Evidence {
