@@ -101,6 +101,19 @@ func (c *committer) commit() {
 		c.apply(g.changes, g.rev)
 		c.ack(g)
 		c.kickFlush()
+		// The history keeps what is not yet published, whatever its
+		// size: past its bound, sync now, so that it publishes and the
+		// bound holds. Without this, an unsynced bulk load kept every
+		// change since the last checkpoint twice, in the map and in the
+		// history (53 MB of 1M puts' 600 MB peak).
+		if c.hist.pinned() {
+			if err := c.syncLog(); err != nil {
+				c.failStop(err)
+			} else {
+				c.synced()
+				c.mark()
+			}
+		}
 	}
 	c.maybeCheckpoint()
 }

@@ -148,6 +148,15 @@ func (h *history) evict() {
 	h.events.drop(drop)
 }
 
+// pinned reports whether changes not yet published hold the history
+// over its limit: evict keeps them, so only a sync that publishes them
+// lets it shrink.
+func (h *history) pinned() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.bytes > h.limit
+}
+
 // finish publishes nothing more: every watch ends with err once it has
 // read what was published. The first call wins.
 func (h *history) finish(err error) {

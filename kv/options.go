@@ -29,7 +29,10 @@ const (
 var Always = SyncMode{}
 
 // Never acknowledges writes once they are written to the page cache and
-// leaves syncing to Close, Sync and checkpoints. A power loss can take
+// leaves syncing to Close, Sync and checkpoints, and to the watch
+// history: when the changes it holds for watchers, which it publishes
+// only once durable, outgrow WatchHistoryBytes, the store syncs (about
+// one fdatasync per 4 MiB of changes, by default). A power loss can take
 // back acknowledged writes; a process crash cannot.
 var Never = SyncMode{kind: syncNever}
 
@@ -131,7 +134,9 @@ type Options struct {
 	// WatchHistoryBytes bounds the changes the store keeps in memory for
 	// Store.Watch: each costs its key, value and previous value plus about
 	// 100 bytes. A watch from a revision older than the history, or one
-	// that falls behind it, ends with ErrCompacted. 0 means 4 MiB (about
+	// that falls behind it, ends with ErrCompacted. Under Never and
+	// Interval, changes wait in it until a sync makes them durable; once
+	// they outgrow it, the store syncs (see Never). 0 means 4 MiB (about
 	// 20,000 changes of 100-byte values).
 	WatchHistoryBytes int64
 	// LogRetention is the log, in bytes, that a checkpoint keeps behind

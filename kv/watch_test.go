@@ -1,6 +1,7 @@
 package kv_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -507,5 +508,40 @@ func TestWatchFallsBehindInsideRevision(t *testing.T) {
 	}
 	if diff := cmp.Diff(kv.CompactedError{Requested: rev, Oldest: rev + 1}, *ce); diff != "" {
 		t.Errorf("after %d of revision %d's %d events (-want +got):\n%s", read, rev, ops, diff)
+	}
+}
+
+// TestHistoryBoundUnsynced: under Never and Interval (whose tick never
+// comes here), a load that never calls Sync keeps the watch history
+// within WatchHistoryBytes: the changes wait there until durable, so the
+// store syncs once they outgrow it, and a watcher sees them. Before, the
+// history held every change since the last checkpoint.
+func TestHistoryBoundUnsynced(t *testing.T) {
+	for _, mode := range []kv.SyncMode{kv.Never, kv.Interval(time.Hour)} {
+		const limit = 64 << 10
+		s, _ := memStore(t, &kv.Options{Sync: mode, WatchHistoryBytes: limit, CheckpointBytes: -1})
+		// Bounded: without the sync, nothing is ever published.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		next, stop := iter.Pull2(s.Watch(ctx, nil, 1))
+		value := bytes.Repeat([]byte("v"), 100)
+		peak := int64(0)
+		for i := range 5000 {
+			if _, err := s.Put(fmt.Appendf(nil, "k%d", i%100), value); err != nil {
+				t.Fatal(err)
+			}
+			peak = max(peak, s.Stats().HistoryBytes)
+		}
+		// One change is at most one entry over the bound.
+		if peak > limit+1024 {
+			t.Errorf("%v: the history held %d bytes, over its bound of %d", mode, peak, limit)
+		}
+		// The changes were published: the watch, which read nothing
+		// meanwhile, either starts at the first or fell behind the
+		// bounded history; it does not wait for a sync.
+		if ev, err, _ := next(); err != nil && !errors.Is(err, kv.ErrCompacted) || err == nil && ev.Revision() != 1 {
+			t.Errorf("%v: first event %+v, %v", mode, ev, err)
+		}
+		stop()
+		cancel()
 	}
 }
