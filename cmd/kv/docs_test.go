@@ -173,11 +173,8 @@ func TestReadmeLibraryExample(t *testing.T) {
 		t.Fatal("README's library example does not import github.com/kvstore/kv/kv")
 	}
 	dir := t.TempDir()
-	gomod := "module example\n\ngo 1.26\n\nrequire github.com/kvstore/kv v0.0.0\n\nreplace github.com/kvstore/kv => " + root + "\n"
-	for name, text := range map[string]string{"go.mod": gomod, "main.go": code} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
+	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(code), 0o644); err != nil {
+		t.Fatal(err)
 	}
 	run := func(args ...string) string {
 		t.Helper()
@@ -192,7 +189,26 @@ func TestReadmeLibraryExample(t *testing.T) {
 		}
 		return string(out)
 	}
-	run("mod", "tidy")
+	// README's Install section's go commands, run as written, its clone
+	// path this one.
+	_, install, ok := strings.Cut(string(readme), "\n## Install\n")
+	if !ok {
+		t.Fatal("README.md has no Install section")
+	}
+	install, _, _ = strings.Cut(install, "\n## ")
+	run("mod", "init", "example")
+	steps := 0
+	for _, line := range strings.Split(install, "\n") {
+		if !strings.HasPrefix(line, "go mod ") {
+			continue
+		}
+		line = strings.ReplaceAll(line, "/path/to/the/clone", root)
+		run(strings.Fields(line)[1:]...)
+		steps++
+	}
+	if steps < 2 {
+		t.Fatalf("README's Install section has %d go mod commands, want the edit and the tidy", steps)
+	}
 	if got, want := run("run", "."), "hello 1 1 <nil>\n"; got != want {
 		t.Errorf("README's library example printed %q, want %q", got, want)
 	}
