@@ -79,7 +79,7 @@ stat" is.`,
 				case de.Key == nil:
 					at = fmt.Sprintf("lease %d", de.Lease)
 				}
-				return exitError{code: kvcli.ExitDiffers, msg: fmt.Sprintf("verify: %s differs from %s at %s: %s", a[0], o.against, at, de.Reason)}
+				return exitError{code: exitDiffers, msg: fmt.Sprintf("verify: %s differs from %s at %s: %s", a[0], o.against, at, de.Reason)}
 			case err != nil:
 				return backupError(err)
 			}
