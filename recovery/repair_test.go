@@ -174,28 +174,8 @@ func TestCheckClean(t *testing.T) {
 // first ten in log.000001, sealed, the rest in log.000002.
 func writeTwoSegments(tb testing.TB, fsys vfs.FS, dir string) {
 	tb.Helper()
-	ops := articleOps()
-	w, err := wal.Create(fsys, dir, 1, wal.Options{})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	for i, op := range ops {
-		if i == 10 {
-			if _, err := w.Rotate(); err != nil {
-				tb.Fatal(err)
-			}
-		}
-		p := record.Append(nil, &record.Record{Revision: record.Revision(i + 1), Ops: []record.Op{op}})
-		if _, err := w.Append(p); err != nil {
-			tb.Fatal(err)
-		}
-		if err := w.Sync(); err != nil {
-			tb.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		tb.Fatal(err)
-	}
+	// The article has 17 operations: ten, then seven.
+	writeSegments(tb, fsys, dir, 10)
 }
 
 // evidence returns the files of dir whose name has the BrokenSuffix, with
