@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"io"
 	"iter"
 
@@ -103,12 +102,4 @@ func newJSONHelp() *cobra.Command {
 		Short: "The JSON output of --json: one rule for keys and values",
 		Long:  jsonHelp,
 	}
-}
-
-// plural is "1 thing" or "N things".
-func plural(n int, thing string) string {
-	if n == 1 {
-		return "1 " + thing
-	}
-	return fmt.Sprintf("%d %ss", n, thing)
 }

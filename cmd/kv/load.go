@@ -10,6 +10,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/kvstore/kv/internal/kvcli"
 	"github.com/kvstore/kv/internal/opmodel"
 	"github.com/kvstore/kv/kv"
 	"github.com/spf13/cobra"
@@ -94,7 +95,7 @@ committed and their rate.`,
 					sig, res.committedText(), res.lastLine)}
 			}
 			if !o.ack && !o.json {
-				fmt.Fprintf(cmd.ErrOrStderr(), "kv: %s\n", plural(res.committed, "operation")+" committed")
+				fmt.Fprintf(cmd.ErrOrStderr(), "kv: %s\n", kvcli.Plural(res.committed, "operation")+" committed")
 			}
 			return nil
 		},

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kvstore/kv/internal/kvcli"
 	"github.com/kvstore/kv/internal/lockfile"
 	"github.com/kvstore/kv/internal/opmodel"
 	"github.com/kvstore/kv/kv"
@@ -162,7 +163,7 @@ from what the directory holds then, and keeps the earlier evidence.`,
 				if err != nil {
 					done := "none of them was written"
 					if r.Keys() > 0 {
-						done = fmt.Sprintf("%s were written, through revision %d", plural(r.Keys(), "key"), r.Last)
+						done = fmt.Sprintf("%s were written, through revision %d", kvcli.Plural(r.Keys(), "key"), r.Last)
 					}
 					return fmt.Errorf("salvage: the repair is done (evidence: %s) and the store recovers through revision %d, but writing the salvaged keys failed: %w; %s. What the repair dropped is now only in the evidence files (kept, never overwritten)", evidenceNames(plan), rev, err, done)
 				}
@@ -177,9 +178,9 @@ from what the directory holds then, and keeps the earlier evidence.`,
 				case sj.Restored == 0:
 					fmt.Fprintln(w, "salvage: every salvaged key holds its value already: nothing to write")
 				case sj.First == sj.Revision:
-					fmt.Fprintf(w, "salvage: kept %s (%d put, %d deleted) in one transaction, at revision %d\n", plural(sj.Restored, "key"), sj.Puts, sj.Deletes, sj.Revision)
+					fmt.Fprintf(w, "salvage: kept %s (%d put, %d deleted) in one transaction, at revision %d\n", kvcli.Plural(sj.Restored, "key"), sj.Puts, sj.Deletes, sj.Revision)
 				default:
-					fmt.Fprintf(w, "salvage: kept %s (%d put, %d deleted) in transactions at revisions %d–%d\n", plural(sj.Restored, "key"), sj.Puts, sj.Deletes, sj.First, sj.Revision)
+					fmt.Fprintf(w, "salvage: kept %s (%d put, %d deleted) in transactions at revisions %d–%d\n", kvcli.Plural(sj.Restored, "key"), sj.Puts, sj.Deletes, sj.First, sj.Revision)
 				}
 				for _, l := range sj.Lost {
 					fmt.Fprintf(w, "salvage: lost: %s\n", l)

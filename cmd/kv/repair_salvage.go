@@ -6,6 +6,7 @@ import (
 	"path"
 	"strings"
 
+	"github.com/kvstore/kv/internal/kvcli"
 	"github.com/kvstore/kv/kv"
 	"github.com/kvstore/kv/record"
 	"github.com/kvstore/kv/recovery"
@@ -54,7 +55,7 @@ func printSalvagePlan(w io.Writer, plan *recovery.RepairPlan, rep *recovery.Salv
 	}
 	out.Touched = len(keys)
 	fmt.Fprintf(w, "salvage: read %s past the damage; after the repair it writes the final values of the %s the dropped records and keys touch, where they differ (%d hold a value, %d are deleted), in one transaction: never the records again\n",
-		plural(rep.Map.Len(), "key"), plural(len(keys), "key"), live, len(keys)-live)
+		kvcli.Plural(rep.Map.Len(), "key"), kvcli.Plural(len(keys), "key"), live, len(keys)-live)
 	for _, l := range out.Lost {
 		fmt.Fprintf(w, "salvage: lost: %s\n", l)
 	}

@@ -164,25 +164,18 @@ func conflicts(keys [][]byte, where string) error {
 
 // report prints what export did and what did not carry over.
 func report(w io.Writer, n, txns int, revs string, leases, lockKeys, ended int) error {
-	fmt.Fprintf(w, "exported %s in %s (%s)\n", plural(n, "key"), plural(txns, "transaction"), revs)
+	fmt.Fprintf(w, "exported %s in %s (%s)\n", kvcli.Plural(n, "key"), kvcli.Plural(txns, "transaction"), revs)
 	fmt.Fprintln(w, "not carried over: revisions, create revisions and versions (every key is created anew, version 1)")
 	if leases > 0 {
-		fmt.Fprintf(w, "leases: %s granted anew with the time left (new IDs, renewed by no one)\n", plural(leases, "lease"))
+		fmt.Fprintf(w, "leases: %s granted anew with the time left (new IDs, renewed by no one)\n", kvcli.Plural(leases, "lease"))
 	}
 	if ended > 0 {
-		fmt.Fprintf(w, "left out: %s whose lease has ended\n", plural(ended, "key"))
+		fmt.Fprintf(w, "left out: %s whose lease has ended\n", kvcli.Plural(ended, "key"))
 	}
 	if lockKeys > 0 {
-		fmt.Fprintf(w, "left out: %s of lock holders (%s): take the locks again\n", plural(lockKeys, "key"), filelock.KeyPrefix)
+		fmt.Fprintf(w, "left out: %s of lock holders (%s): take the locks again\n", kvcli.Plural(lockKeys, "key"), filelock.KeyPrefix)
 	}
 	return nil
-}
-
-func plural(n int, thing string) string {
-	if n == 1 {
-		return "1 " + thing
-	}
-	return fmt.Sprintf("%d %ss", n, thing)
 }
 
 func exportToEtcd(w io.Writer, g *globals, dir string, o *exportOpts) error {
