@@ -21,6 +21,22 @@ func (c *committer) maybeCheckpoint() {
 	}
 }
 
+// closeCheckpoint writes a checkpoint at Close when the log since the
+// last one is at least Options.CloseCheckpointBytes, and waits for it:
+// the next open then replays almost nothing. Its failure is counted and
+// logged as a background checkpoint's is, and fails nothing: the log
+// holds every write.
+func (c *committer) closeCheckpoint() {
+	cb := c.opts.closeCheckpointBytes()
+	if cb <= 0 || c.sinceSnap < cb || c.failed.Load() != nil {
+		return
+	}
+	c.startCheckpoint()
+	if c.ckpt != nil {
+		c.checkpointDone(<-c.ckpt)
+	}
+}
+
 // startCheckpoint rotates the log, freezes a view of the map and writes
 // it as the next image in the background; checkpointDone swaps the image
 // in under the map. Writers wait only for the rotation.

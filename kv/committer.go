@@ -262,6 +262,7 @@ func (c *committer) run() {
 			if c.ckpt != nil {
 				c.checkpointDone(<-c.ckpt)
 			}
+			c.closeCheckpoint()
 			return
 		}
 	}

@@ -265,8 +265,9 @@ func randomOps(n int, seed uint64) []kv.Op {
 
 // smallOptions make a few hundred operations rotate segments and
 // checkpoint several times, each checkpoint keeping about two covered
-// segments for watchers and deleting the rest.
-var smallOptions = kv.Options{SegmentSize: 1024, CheckpointBytes: 4096, LogRetention: 2048}
+// segments for watchers and deleting the rest, and Close checkpoint too
+// when 512 bytes were logged since the last checkpoint.
+var smallOptions = kv.Options{SegmentSize: 1024, CheckpointBytes: 4096, LogRetention: 2048, CloseCheckpointBytes: 512}
 
 // Workloads returns the named workloads; n sizes the generated ones.
 func Workloads(n int, seed uint64) ([]Workload, error) {
@@ -284,7 +285,11 @@ func Workloads(n int, seed uint64) ([]Workload, error) {
 	fences := fenceTxns(n, seed)
 	leases := leaseSteps(max(n/2, 20), seed)
 	tornOps := randomOps(max(n/5, 10), seed+1)
-	written, err := prepare(randomOps(20, seed+2), smallOptions)
+	// Its Close must leave the last records in the log, for tornTail to
+	// tear: no checkpoint at Close.
+	keepTail := smallOptions
+	keepTail.CloseCheckpointBytes = -1
+	written, err := prepare(randomOps(20, seed+2), keepTail)
 	if err != nil {
 		return nil, err
 	}
@@ -429,7 +434,8 @@ func tornTail(s State) (State, error) {
 func RandomWorkload(n int, seed uint64) Workload {
 	ops := randomOps(n, seed)
 	w := Workload{Name: fmt.Sprintf("random(seed=%d, ops=%d)", seed, n), Dir: dataDir, Initial: State{}, Ops: ops,
-		Options: kv.Options{SegmentSize: int64(512 + seed%4*512), CheckpointBytes: int64(2048 + seed%3*2048), LogRetention: int64(seed%3)*1024 - 1}}
+		Options: kv.Options{SegmentSize: int64(512 + seed%4*512), CheckpointBytes: int64(2048 + seed%3*2048), LogRetention: int64(seed%3)*1024 - 1,
+			CloseCheckpointBytes: int64(seed%5)*512 - 1}}
 	if seed%2 == 0 {
 		w.Program = writesProgram(ops)
 	} else {
@@ -471,7 +477,7 @@ func Shrink(n int, seed uint64, cfg Config) (int, *Report, error) {
 }
 
 // neverOptions are smallOptions under the Never sync mode.
-var neverOptions = kv.Options{SegmentSize: 1024, CheckpointBytes: 4096, LogRetention: 2048, Sync: kv.Never}
+var neverOptions = kv.Options{SegmentSize: 1024, CheckpointBytes: 4096, LogRetention: 2048, CloseCheckpointBytes: 512, Sync: kv.Never}
 
 // neverProgram writes one operation at a time under the Never sync mode,
 // where a write returns before it is durable: it promises nothing until
