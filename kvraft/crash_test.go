@@ -37,10 +37,9 @@ import (
 
 // crashOp is one operation of the workload.
 type crashOp struct {
-	kind     string // "append", "front", "back", "term"
-	lo, hi   uint64 // the indexes appended or deleted
-	term     uint64 // the term of appended logs, or the term set
-	inFlight string // for reports
+	kind   string // "append", "front", "back", "term"
+	lo, hi uint64 // the indexes appended or deleted
+	term   uint64 // the term of appended logs, or the term set
 }
 
 // modelState is the store's state after some prefix of the workload.

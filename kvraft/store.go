@@ -12,6 +12,13 @@ import (
 	"github.com/kvstore/kv/kv"
 )
 
+// DefaultSegmentSize and DefaultCheckpointBytes are kvraft's defaults for
+// the kv store below (see Options.KV).
+const (
+	DefaultSegmentSize     = 4 << 20
+	DefaultCheckpointBytes = 8 << 20
+)
+
 // Options configure Open. The zero value is valid: kv's defaults (the OS
 // file system, durable writes under kv.Always, group commit).
 type Options struct {
@@ -21,6 +28,12 @@ type Options struct {
 	// which is what Raft's safety assumes. Any other mode is unsafe for
 	// Raft (a node may vote twice in a term or lose entries it told the
 	// leader it had).
+	//
+	// Three zero fields get kvraft's defaults rather than kv's, because
+	// Raft deletes its log from the front after every snapshot and the
+	// space comes back only at a kv checkpoint: SegmentSize 4 MiB,
+	// CheckpointBytes 8 MiB, and LogRetention none (no kv watcher reads a
+	// Raft log). Set them to keep kv's.
 	KV kv.Options
 	// DeleteBatch bounds the log entries one kv transaction of DeleteRange
 	// deletes; a longer range is deleted in several, each durable, in
@@ -70,6 +83,15 @@ func Open(dir string, opts *Options) (*Store, error) {
 		o.DeleteBatch = 16384
 	}
 	kvo := o.KV
+	if kvo.SegmentSize == 0 {
+		kvo.SegmentSize = DefaultSegmentSize
+	}
+	if kvo.CheckpointBytes == 0 {
+		kvo.CheckpointBytes = DefaultCheckpointBytes
+	}
+	if kvo.LogRetention == 0 {
+		kvo.LogRetention = -1
+	}
 	s, err := kv.Open(dir, &kvo)
 	if err != nil {
 		return nil, fmt.Errorf("kvraft: open %s: %w", dir, err)
