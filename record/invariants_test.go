@@ -137,7 +137,12 @@ func (m *Map) checkTree(live map[string]ref) error {
 	var err error
 	var prev ref
 	inTree := 0
-	m.t.Ascend(func(p ref) bool {
+	m.t.Ascend(func(it sortItem) bool {
+		p := it.p
+		if it.prefix != keyPrefix(refKey(p)) {
+			err = fmt.Errorf("the tree's item of %q has prefix %x", refKey(p), it.prefix)
+			return false
+		}
 		if prev != nil && bytes.Compare(refKey(prev), refKey(p)) >= 0 {
 			err = fmt.Errorf("the tree holds %q after %q", refKey(p), refKey(prev))
 			return false
@@ -212,7 +217,12 @@ func (m *Map) checkClone() error {
 		size    int64
 		pointed []ref
 	)
-	m.t.Ascend(func(p ref) bool {
+	m.t.Ascend(func(it sortItem) bool {
+		p := it.p
+		if it.prefix != keyPrefix(refKey(p)) {
+			err = fmt.Errorf("the clone's tree's item of %q has prefix %x", refKey(p), it.prefix)
+			return false
+		}
 		if prev != nil && bytes.Compare(refKey(prev), refKey(p)) >= 0 {
 			err = fmt.Errorf("the clone's tree holds %q after %q", refKey(p), refKey(prev))
 			return false

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -768,4 +769,44 @@ func TestLoadAhead(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestTreeOrderByPrefix: the ordered tree compares the first 8 bytes of
+// two keys before it reads the entries; keys shorter than 8 bytes, keys
+// that end in zero bytes (padded the same as the shorter key) and keys
+// that share their first 8 bytes and differ after must still come in
+// bytewise order, and be found and deleted.
+func TestTreeOrderByPrefix(t *testing.T) {
+	keys := []string{"", "\x00", "\x00\x00", "a", "a\x00", "a\x00\x00\x00\x00\x00\x00\x00", "a\x00\x00\x00\x00\x00\x00\x00\x00",
+		"a\x00\x01", "a\x01", "abcdefgh", "abcdefgh\x00", "abcdefgh\x01", "abcdefghi", "abcdefgi", "\xff\xff\xff\xff\xff\xff\xff\xff", "\xff\xff\xff\xff\xff\xff\xff\xff\x00"}
+	m := record.NewMap()
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, i := range rng.Perm(len(keys)) {
+		if err := m.Apply(&record.Record{Revision: m.Revision() + 1, Ops: []record.Op{{Kind: record.KindPut, Key: []byte(keys[i]), Value: []byte{byte(i)}}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(want []string) {
+		t.Helper()
+		var got []string
+		for e := range m.All(nil, nil) {
+			got = append(got, string(e.Key))
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("All: %q\nwant %q", got, want)
+		}
+		for _, k := range want {
+			if _, ok := m.Clone().Get([]byte(k)); !ok {
+				t.Errorf("the clone's tree does not find %q", k)
+			}
+		}
+	}
+	sorted := slices.Clone(keys)
+	slices.Sort(sorted)
+	check(sorted)
+	for _, k := range []string{"a\x00", "abcdefgh", "\x00"} {
+		m.Delete([]byte(k))
+		sorted = slices.DeleteFunc(sorted, func(s string) bool { return s == k })
+	}
+	check(sorted)
 }
