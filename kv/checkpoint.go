@@ -83,7 +83,7 @@ func (c *committer) startCheckpoint() {
 		// The snapshot first, durable, then the covered segments: the
 		// protocol recovery's checkpoint follows too.
 		meta := snapshot.Meta{Covered: sealed, Revision: view.Revision(), Count: uint64(view.Len())}
-		_, err := recovery.WriteCheckpointLeases(c.fs, c.dir, meta, leases.All(), view.All(nil, nil), c.opts.logRetention())
+		_, err := recovery.WriteCheckpointLeases(c.fs, c.dir, meta, leases.All(), view.AllOnce(nil, nil), c.opts.logRetention())
 		var size int64
 		var img *image.Reader
 		if err == nil {

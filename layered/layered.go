@@ -356,7 +356,18 @@ func (m *Map) AllStable(start, end []byte) iter.Seq2[*record.Entry, error] {
 	return m.all(start, end, true)
 }
 
+// AllOnce is All for a walk that does not come back, as a checkpoint's:
+// the image's pages behind it leave the process's resident memory as it
+// goes (image.Reader.AllOnce).
+func (m *Map) AllOnce(start, end []byte) iter.Seq2[*record.Entry, error] {
+	return m.walk(start, end, false, true)
+}
+
 func (m *Map) all(start, end []byte, stable bool) iter.Seq2[*record.Entry, error] {
+	return m.walk(start, end, stable, false)
+}
+
+func (m *Map) walk(start, end []byte, stable, once bool) iter.Seq2[*record.Entry, error] {
 	return func(yield func(*record.Entry, error) bool) {
 		if m.base == nil {
 			for e := range m.top.All(start, end) {
@@ -367,8 +378,11 @@ func (m *Map) all(start, end []byte, stable bool) iter.Seq2[*record.Entry, error
 			return
 		}
 		base := m.base.All(start, end)
-		if stable {
+		switch {
+		case stable:
 			base = m.base.AllStable(start, end)
+		case once:
+			base = m.base.AllOnce(start, end)
 		}
 		if m.top.Len() == 0 {
 			// Nothing changed since the image: it alone.

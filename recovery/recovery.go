@@ -593,7 +593,7 @@ func checkpoint(fsys vfs.FS, dir string, opts Options, res *Result, last wal.Seg
 	}
 	// 6c and 6d, as a running store's checkpoint does them.
 	meta := snapshot.Meta{Covered: last.Segment, Revision: res.Map.Revision(), Count: uint64(res.Map.Len())}
-	res.Deleted, err = WriteCheckpointLeases(fsys, dir, meta, res.Leases.All(), res.Map.All(nil, nil), opts.RetainLog)
+	res.Deleted, err = WriteCheckpointLeases(fsys, dir, meta, res.Leases.All(), res.Map.AllOnce(nil, nil), opts.RetainLog)
 	if err != nil {
 		w.Close()
 		return err

@@ -121,6 +121,14 @@ const (
 	// requests even under AdviceRandom, which would otherwise have it
 	// read a page at a time.
 	AdvicePopulate
+	// AdviceDontNeed: the range will not be read again soon; take its
+	// pages out of the process's resident memory (MADV_DONTNEED). The
+	// mapping is shared and read-only, so nothing is lost: the pages
+	// stay in the page cache, and a later read maps them again with a
+	// minor fault. A walk of a whole image (a checkpoint's) uses it
+	// behind itself, so that its resident memory does not grow by the
+	// image's size.
+	AdviceDontNeed
 )
 
 // Advise tells the kernel how the bytes [off, off+n) of the view will be
@@ -142,6 +150,15 @@ func (m *Mapping) Advise(off, n int64, a Advice) {
 		how = unix.MADV_SEQUENTIAL
 	case AdviceWillNeed:
 		how = unix.MADV_WILLNEED
+	case AdviceDontNeed:
+		// Only whole pages: the first page, when off is within it, is
+		// left alone, and so is a last page cut short by end.
+		start = (off + pg - 1) / pg * pg
+		end = end / pg * pg
+		if end <= start {
+			return
+		}
+		how = unix.MADV_DONTNEED
 	case AdvicePopulate:
 		// WILLNEED first: it reads the range ahead whatever the
 		// mapping's advice, where POPULATE_READ on a mapping advised

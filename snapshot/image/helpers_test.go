@@ -117,8 +117,13 @@ func isCorrupt(err error, file string) bool {
 
 // collect returns every entry All yields (copied), and its error.
 func collect(r *Reader, start, end []byte) ([]record.Entry, error) {
+	return collectWalk(r.All(start, end))
+}
+
+// collectWalk is collect of any walk of a Reader's (All, AllOnce).
+func collectWalk(walk iter.Seq2[*record.Entry, error]) ([]record.Entry, error) {
 	var out []record.Entry
-	for e, err := range r.All(start, end) {
+	for e, err := range walk {
 		if err != nil {
 			return out, err
 		}

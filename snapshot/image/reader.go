@@ -867,6 +867,11 @@ type cursor struct {
 	// step overwrites (AllStable): the next free part of slab.
 	fresh bool
 	slab  []byte
+	// drop takes the pages behind the walk out of the process's
+	// resident memory (AllOnce): dropped is the offset up to which it
+	// has.
+	drop    bool
+	dropped uint64
 	// last is the last key of the block loaded before (version 5, whose
 	// blocks are verified without the block index: the order across
 	// them is checked as a walk goes), when hasLast. It points into the
@@ -875,6 +880,10 @@ type cursor struct {
 	last    []byte
 	hasLast bool
 }
+
+// dropStep is how far a walk of AllOnce goes between two drops of the
+// pages behind it (a variable for the tests, which drop every page).
+var dropStep uint64 = 1 << 20
 
 // slabSize is the size of the buffers AllStable copies blocks into: one
 // allocation per several blocks, of the largest size the Go allocator
@@ -895,6 +904,13 @@ func (c *cursor) load() (err error) {
 	}
 	if err != nil {
 		return err
+	}
+	if c.drop {
+		// Every block before this one is copied and done with.
+		if off := uint64(uintptr(unsafe.Pointer(unsafe.SliceData(blk))) - uintptr(unsafe.Pointer(unsafe.SliceData(r.b)))); off >= c.dropped+dropStep {
+			r.m.Advise(int64(c.dropped), int64(off-c.dropped), vfs.AdviceDontNeed)
+			c.dropped = off
+		}
 	}
 	if c.fresh {
 		if cap(c.slab)-len(c.slab) < len(blk) {
@@ -1019,14 +1035,29 @@ func (r *Reader) AllStable(start, end []byte) iter.Seq2[*record.Entry, error] {
 	return r.all(start, end, true)
 }
 
+// AllOnce is All for a walk that reads each block once and does not come
+// back, as a checkpoint's: the pages behind it leave the process's
+// resident memory as it goes, a MiB at a time (they stay in the page
+// cache; see vfs.AdviceDontNeed). Without it, a checkpoint of a 1M-key
+// store held its 130 MB image resident beside the heap, and that was the
+// process's peak. Other readers of the view are unaffected but for a
+// minor fault on a page dropped.
+func (r *Reader) AllOnce(start, end []byte) iter.Seq2[*record.Entry, error] {
+	return r.walk(start, end, false, true)
+}
+
 func (r *Reader) all(start, end []byte, fresh bool) iter.Seq2[*record.Entry, error] {
+	return r.walk(start, end, fresh, false)
+}
+
+func (r *Reader) walk(start, end []byte, fresh, drop bool) iter.Seq2[*record.Entry, error] {
 	return func(yield func(*record.Entry, error) bool) {
 		if err := r.acquire(); err != nil {
 			yield(nil, err)
 			return
 		}
 		defer r.release()
-		c := &cursor{r: r, fresh: fresh}
+		c := &cursor{r: r, fresh: fresh, drop: drop}
 		if err := c.seek(start); err != nil {
 			yield(nil, err)
 			return
