@@ -2,6 +2,7 @@ package kvraft
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -339,9 +340,14 @@ func getBoundsErr(s *Store) (uint64, uint64) {
 	return f, l
 }
 
+var long = flag.Bool("long", false, "run the crash checks on 60 workloads of 300 operations (KV_RAFT_LONG=1 .ci/run)")
+
 func TestCrash(t *testing.T) {
 	seeds, nops := 6, 120
-	if testing.Short() {
+	switch {
+	case *long:
+		seeds, nops = 60, 300
+	case testing.Short():
 		seeds, nops = 2, 60
 	}
 	for seed := range uint64(seeds) {

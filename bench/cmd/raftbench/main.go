@@ -159,7 +159,20 @@ type node struct {
 	dir   string
 }
 
-type cluster struct{ nodes []*node }
+type cluster struct {
+	nodes   []*node
+	retries atomic.Int64 // applies retried after the leader changed
+}
+
+// leaderRaft returns the current leader, waiting for one.
+func (c *cluster) leaderRaft() *raft.Raft {
+	for {
+		r, err := c.leader()
+		if err == nil {
+			return r
+		}
+	}
+}
 
 func config(id raft.ServerID) *raft.Config {
 	c := raft.DefaultConfig()
@@ -239,10 +252,10 @@ func (c *cluster) check(n uint64) error {
 			nd.fsm.mu.Lock()
 			applied, seen, dups := nd.fsm.applied, len(nd.fsm.seen), nd.fsm.dups
 			nd.fsm.mu.Unlock()
-			if dups > 0 {
-				return fmt.Errorf("node %d applied %d commands twice", i, dups)
+			if int64(dups) > c.retries.Load() {
+				return fmt.Errorf("node %d applied %d commands twice, after %d retries", i, dups, c.retries.Load())
 			}
-			if applied != n || uint64(seen) != n {
+			if applied != n+uint64(dups) || uint64(seen) != n {
 				ok = false
 				if time.Now().After(deadline) {
 					return fmt.Errorf("node %d applied %d of %d commands", i, applied, n)
@@ -263,7 +276,7 @@ type applyResult struct {
 
 // applyLoad applies commands from appliers goroutines at the leader, for
 // dur or until n commands (whichever is given), starting at id next.
-func applyLoad(r *raft.Raft, appliers int, dur time.Duration, n uint64, next *atomic.Uint64, cmdBytes int) (applyResult, error) {
+func applyLoad(c *cluster, appliers int, dur time.Duration, n uint64, next *atomic.Uint64, cmdBytes int) (applyResult, error) {
 	var mu sync.Mutex
 	var lats []time.Duration
 	var firstErr error
@@ -285,11 +298,22 @@ func applyLoad(r *raft.Raft, appliers int, dur time.Duration, n uint64, next *at
 				cmd := make([]byte, cmdBytes)
 				binary.LittleEndian.PutUint64(cmd, id)
 				t0 := time.Now()
-				if err := r.Apply(cmd, 30*time.Second).Error(); err != nil {
-					mu.Lock()
-					firstErr = cmp(firstErr, fmt.Errorf("apply %d: %w", id, err))
-					mu.Unlock()
-					return
+				// A command whose leader lost its leadership may or may
+				// not have committed: retried at the new leader, it may
+				// apply twice (check allows one duplicate per retry).
+				for try := 0; ; try++ {
+					err := c.leaderRaft().Apply(cmd, 30*time.Second).Error()
+					if err == nil {
+						break
+					}
+					if try == 100 || !(errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) || errors.Is(err, raft.ErrEnqueueTimeout)) {
+						mu.Lock()
+						firstErr = cmp(firstErr, fmt.Errorf("apply %d: %w", id, err))
+						mu.Unlock()
+						return
+					}
+					c.retries.Add(1)
+					time.Sleep(10 * time.Millisecond)
 				}
 				mine = append(mine, time.Since(t0))
 				done.Add(1)
@@ -399,13 +423,12 @@ func runEngine(o options, e engine, base string, disk bool, log io.Writer) (figu
 		return nil, err
 	}
 	defer c.close()
-	r, err := c.leader()
-	if err != nil {
+	if _, err := c.leader(); err != nil {
 		return nil, err
 	}
 	var next atomic.Uint64
 	for _, a := range []int{1, 16} {
-		res, err := applyLoad(r, a, o.dur, 0, &next, o.cmdBytes)
+		res, err := applyLoad(c, a, o.dur, 0, &next, o.cmdBytes)
 		if err != nil {
 			return nil, err
 		}
@@ -416,7 +439,7 @@ func runEngine(o options, e engine, base string, disk bool, log io.Writer) (figu
 	}
 	if disk {
 		t0 := time.Now()
-		if _, err := applyLoad(r, 64, 0, uint64(o.n)-next.Load(), &next, o.cmdBytes); err != nil {
+		if _, err := applyLoad(c, 64, 0, uint64(o.n)-next.Load(), &next, o.cmdBytes); err != nil {
 			return nil, err
 		}
 		fmt.Fprintf(log, "raftbench: %s: %d commands in %v\n", e.name, next.Load(), time.Since(t0).Round(time.Millisecond))
@@ -441,6 +464,7 @@ func runEngine(o options, e engine, base string, disk bool, log io.Writer) (figu
 			total += u
 		}
 		f["disk.bytes"] = float64(total) / 3
+		f["retries"] = float64(c.retries.Load())
 		fmt.Fprintf(log, "raftbench: %s: %.1f MiB per node after %d commands, a snapshot and compaction\n", e.name, float64(total)/3/(1<<20), next.Load())
 	}
 	return f, nil
