@@ -393,8 +393,7 @@ func (m *Map) walk(start, end []byte, stable, once bool) iter.Seq2[*record.Entry
 			}
 			return
 		}
-		next, stop := iter.Pull(m.top.All(start, end))
-		defer stop()
+		next := m.topSteps(start, end)
 		te, tok := next()
 		for be, err := range base {
 			if err != nil {
@@ -423,6 +422,43 @@ func (m *Map) walk(start, end []byte, stable, once bool) iter.Seq2[*record.Entry
 				return
 			}
 		}
+	}
+}
+
+// topStep is how many of the changes a merge with the image takes from
+// the tree at a time (a variable for the tests, which take a few).
+var topStep = 256
+
+// topSteps returns a function that yields the changes with start <= key
+// < end one by one, in key order, taking them from the tree topStep at a
+// time: a merge's other side, without the goroutine switch per entry of a
+// pulled iterator (iter.Pull), which was a fifth of a merged scan's time.
+// The *Entry it returns is valid until the call after the next.
+func (m *Map) topSteps(start, end []byte) func() (*record.Entry, bool) {
+	var (
+		buf  = make([]record.Entry, 0, topStep)
+		at   int
+		from = start
+		more = true
+	)
+	return func() (*record.Entry, bool) {
+		if at == len(buf) {
+			if !more {
+				return nil, false
+			}
+			buf, at = m.top.AppendRange(buf[:0], from, end, topStep), 0
+			if len(buf) < topStep {
+				more = false
+			}
+			if len(buf) == 0 {
+				return nil, false
+			}
+			// The next step starts just after the last key.
+			last := buf[len(buf)-1].Key
+			from = append(append(make([]byte, 0, len(last)+1), last...), 0)
+		}
+		at++
+		return &buf[at-1], true
 	}
 }
 

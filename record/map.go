@@ -715,6 +715,28 @@ func (m *Map) account(old, p ref) {
 	}
 }
 
+// AppendRange appends to buf the first n entries with start <= key < end
+// in key order (a nil end: no upper bound), fewer only when there are no
+// more, and returns buf. Their Key and Value stay valid. A caller walking
+// a range in steps (a merge, which a pulled iterator would make pay a
+// goroutine switch an entry) goes on from just after the last key it got.
+func (m *Map) AppendRange(buf []Entry, start, end []byte, n int) []Entry {
+	m.ordered()
+	if n <= 0 {
+		return buf
+	}
+	m.t.AscendGreaterOrEqual(probeItem(start), func(it sortItem) bool {
+		e := refEntry(it.p)
+		if end != nil && bytes.Compare(e.Key, end) >= 0 {
+			return false
+		}
+		buf = append(buf, e)
+		n--
+		return n > 0
+	})
+	return buf
+}
+
 // All returns the entries with start <= key < end in key order; a nil end
 // means no upper bound. The *Entry yielded is reused from one step to the
 // next, so that a scan of a million keys allocates nothing: copy *e to
