@@ -302,7 +302,9 @@ func (s *Store) unlock() {
 func (s *Store) Dir() string { return s.dir }
 
 // Close commits the writes accepted before it, waits for a running
-// checkpoint, syncs the log, and releases the lock. Every Close returns
+// checkpoint, writes one when Options.CloseCheckpointBytes of log or more
+// were written since the last (4 MiB by default: the next open then
+// replays next to nothing), syncs the log, and releases the lock. Every Close returns
 // only once the store is closed: one called during another's waits for
 // it, and every Close returns what the first one returned. Every other
 // method returns ErrClosed after Close.
