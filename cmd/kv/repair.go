@@ -13,12 +13,16 @@ import (
 	"github.com/kvstore/kv/internal/lockfile"
 	"github.com/kvstore/kv/internal/opmodel"
 	"github.com/kvstore/kv/kv"
+	"github.com/kvstore/kv/record"
 	"github.com/kvstore/kv/recovery"
 	"github.com/kvstore/kv/vfs"
 	"github.com/spf13/cobra"
 )
 
-type repairOpts struct{ yes, json, verbose, salvage bool }
+type repairOpts struct {
+	yes, json, verbose, salvage bool
+	salvageFrom                 string // a salvage file to write after the repair
+}
 
 func newRepairCmd(g *globalOpts) *cobra.Command {
 	o := &repairOpts{}
@@ -57,7 +61,12 @@ salvage lacks. Final values, never the log's records again: an add is
 not counted twice. It prints how many keys it kept, the revision of that
 transaction, and what stays lost (the unreadable ranges, the revisions
 no readable record holds). Without --yes it prints the plan and what the
-salvage would keep. A torn tail needs no repair: recovery cuts it. A log
+salvage would keep. With --yes it first saves the salvage beside the
+directory, as DIR.salvaged (a backup file: 'kv DIR.salvaged stat' reads
+it), and removes that file once the keys are written: a repair that
+stops part way, or a write of the keys that fails, says so, and
+'kv DIR repair --salvage-from DIR.salvaged --yes' finishes the repair
+and writes them. A torn tail needs no repair: recovery cuts it. A log
 segment of a format version this build does not read, its checksums
 holding, is no damage either: repair refuses it ('kv DIR check' says
 format:), and the build that wrote it opens the directory.
@@ -67,6 +76,7 @@ from what the directory holds then, and keeps the earlier evidence.`,
   kv data repair --verbose  # and every record and key it drops
   kv data repair --yes      # carry it out
   kv data repair --salvage --yes  # and keep what can still be read of what it drops
+  kv data repair --salvage-from data.salvaged --yes  # finish one that stopped
   kv data repair --json | jq -r '.drops[]'`,
 		Args: args(1, 1),
 		RunE: func(cmd *cobra.Command, a []string) error {
@@ -98,6 +108,18 @@ from what the directory holds then, and keeps the earlier evidence.`,
 			out := repairJSON{Steps: nonNilStrings(plan.Steps), Drops: nonNilStrings(plan.Drops),
 				KeepThrough: uint64(plan.KeepThrough), Skip: uint64(plan.Skip)}
 			var salvaged *recovery.SalvageReport
+			var salvageMap *record.Map // the final values to write after the repair
+			salvageFile := ""          // where they are saved until then
+			if o.salvageFrom != "" {
+				if o.salvage {
+					return usageError{fmt.Errorf("--salvage and --salvage-from: the first salvages the directory, the second writes a salvage saved before; give one")}
+				}
+				if salvageMap, err = loadSalvage(o.salvageFrom); err != nil {
+					return fmt.Errorf("--salvage-from: %w (nothing was changed)", err)
+				}
+				salvageFile = o.salvageFrom
+				out.Salvage = &salvageJSON{Lost: []string{}}
+			}
 			if o.salvage && !plan.Empty() {
 				// Read before anything changes: once the repair has
 				// cut and set aside, the directory's live files no
@@ -110,19 +132,28 @@ from what the directory holds then, and keeps the earlier evidence.`,
 					return fmt.Errorf("salvage: %w (nothing was changed)", err)
 				}
 				out.Salvage = &salvageJSON{Lost: nonNilStrings(salvageLines(salvaged))}
+				salvageMap = salvaged.Map
 			}
-			if o.json && (plan.Empty() || !o.yes) {
+			if o.json && (plan.Empty() && salvageFile == "" || !o.yes) {
 				if err := json.NewEncoder(w).Encode(out); err != nil {
 					return err
 				}
 			}
-			if plan.Empty() {
+			if plan.Empty() && salvageFile == "" {
 				if !o.json {
 					fmt.Fprintln(w, "nothing to repair: recovery accepts this directory")
 				}
 				return nil
 			}
-			if !o.json {
+			if plan.Empty() {
+				if !o.json {
+					fmt.Fprintln(w, "nothing to repair: recovery accepts this directory")
+					fmt.Fprintf(w, "salvage: %s saved %s to write where they differ\n", salvageFile, kvcli.Plural(salvageMap.Len(), "key"))
+				}
+				if !o.yes {
+					return exitError{code: exitFailed, msg: "refusing to write the salvaged keys without --yes (nothing was changed)"}
+				}
+			} else if !o.json {
 				fmt.Fprintln(w, "plan:")
 				for _, s := range plan.Steps {
 					fmt.Fprintf(w, "  %s\n", s)
@@ -140,9 +171,18 @@ from what the directory holds then, and keeps the earlier evidence.`,
 			if !o.yes {
 				return exitError{code: exitFailed, msg: "refusing to drop committed data without --yes (the plan above changes nothing until then)"}
 			}
-			stage = "the repair stopped part way; run it again to finish (the .broken files hold the originals)"
 			if salvaged != nil {
-				stage += "; nothing salvaged was written yet, and a rerun salvages only what the live files still hold"
+				salvageFile = salvageFileName(dir)
+				if err := saveSalvage(salvageFile, salvageMap); err != nil {
+					return err
+				}
+				if !o.json {
+					fmt.Fprintf(w, "salvage: saved in %s until the keys are written\n", salvageFile)
+				}
+			}
+			stage = "the repair stopped part way; run it again to finish (the .broken files hold the originals)"
+			if salvageFile != "" {
+				stage = fmt.Sprintf("the repair stopped part way (the .broken files hold the originals); nothing salvaged was written yet: 'kv DIR repair --salvage-from %s --yes' finishes the repair and writes it", salvageFile)
 			}
 			err = plan.Apply(vfs.OS, func(step string) {
 				if !o.json {
@@ -150,14 +190,14 @@ from what the directory holds then, and keeps the earlier evidence.`,
 				}
 			})
 			if err != nil {
-				if salvaged != nil {
-					return fmt.Errorf("repair stopped: %w (the .broken files hold the originals; nothing salvaged was written: run 'kv DIR repair --salvage --yes' again to finish, which salvages only what the live files still hold, not the files already set aside)", err)
+				if salvageFile != "" {
+					return fmt.Errorf("repair stopped: %w (the .broken files hold the originals; nothing salvaged was written: 'kv DIR repair --salvage-from %s --yes' finishes the repair and writes it)", err, salvageFile)
 				}
 				return fmt.Errorf("repair stopped: %w (the .broken files hold the originals)", err)
 			}
-			if salvaged != nil {
+			if salvageMap != nil {
 				stage = "the repair is done (the .broken files hold the originals); writing the salvaged keys, a transaction that commits whole or not at all"
-				r, rev, err := restoreSalvaged(g, dir, lock, salvaged.Map)
+				r, rev, err := restoreSalvaged(g, dir, lock, salvageMap)
 				sj := out.Salvage
 				sj.Restored, sj.Puts, sj.Deletes, sj.First, sj.Revision = r.Keys(), r.Puts, r.Deletes, uint64(r.First), uint64(r.Last)
 				if err != nil {
@@ -165,7 +205,10 @@ from what the directory holds then, and keeps the earlier evidence.`,
 					if r.Keys() > 0 {
 						done = fmt.Sprintf("%s were written, through revision %d", kvcli.Plural(r.Keys(), "key"), r.Last)
 					}
-					return fmt.Errorf("salvage: the repair is done (evidence: %s) and the store recovers through revision %d, but writing the salvaged keys failed: %w; %s. What the repair dropped is now only in the evidence files (kept, never overwritten)", evidenceNames(plan), rev, err, done)
+					return fmt.Errorf("salvage: the repair is done (evidence: %s) and the store recovers through revision %d, but writing the salvaged keys failed: %w; %s. They are saved in %s: 'kv DIR repair --salvage-from %s --yes' writes them (again, where they differ)", evidenceNames(plan), rev, err, done, salvageFile, salvageFile)
+				}
+				if err := dropSalvage(salvageFile); err != nil {
+					return fmt.Errorf("salvage: the keys are written, but removing %s, which holds them too, failed: %w", salvageFile, err)
 				}
 			}
 			if o.json {
@@ -192,6 +235,7 @@ from what the directory holds then, and keeps the earlier evidence.`,
 	}
 	c.Flags().BoolVar(&o.yes, "yes", false, "carry out a plan that drops committed records")
 	c.Flags().BoolVar(&o.salvage, "salvage", false, "keep what can still be read of what the repair drops: write its keys' final values after the repair")
+	c.Flags().StringVar(&o.salvageFrom, "salvage-from", "", "write the salvage a 'repair --salvage --yes' saved in `FILE` (DIR.salvaged) and did not finish writing, after repairing what is left")
 	c.Flags().BoolVarP(&o.verbose, "verbose", "v", false, "list every record and key the plan drops, and every unreadable range")
 	jsonFlag(c, &o.json, "print the plan, and whether it was applied, as a JSON object")
 	g.waitFlag(c)

@@ -1,15 +1,19 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"path"
+	"path/filepath"
 	"strings"
 
 	"github.com/kvstore/kv/internal/kvcli"
 	"github.com/kvstore/kv/kv"
 	"github.com/kvstore/kv/record"
 	"github.com/kvstore/kv/recovery"
+	"github.com/kvstore/kv/snapshot"
 	"github.com/kvstore/kv/vfs"
 )
 
@@ -121,4 +125,54 @@ func evidenceNames(plan *recovery.RepairPlan) string {
 		return "none"
 	}
 	return strings.Join(names, ", ")
+}
+
+// salvageFileName is where repair --salvage --yes saves what it salvaged
+// before it changes anything: beside the directory, so that a repair that
+// stops part way, or a restore that fails, loses none of it.
+func salvageFileName(dir string) string { return filepath.Clean(dir) + ".salvaged" }
+
+// saveSalvage writes m as a backup file (FORMAT.md, "Backup": the
+// snapshot format, covering no segment) at name, published as a snapshot
+// is (tmp, fdatasync, rename, directory fsync). A name that exists is
+// refused: it holds the salvage of an earlier repair that did not finish.
+func saveSalvage(name string, m *record.Map) error {
+	if _, err := vfs.OS.Stat(name); err == nil {
+		return fmt.Errorf("%s exists: an earlier 'repair --salvage --yes' saved its salvage there and did not finish; write it with 'kv DIR repair --salvage-from %s --yes', or move it away (nothing was changed)", name, name)
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	rev := m.Revision()
+	for e := range m.All(nil, nil) {
+		rev = max(rev, e.ModRev)
+	}
+	meta := snapshot.Meta{Revision: rev, Count: uint64(m.Len())}
+	if err := vfs.Publish(vfs.OS, filepath.Dir(name), filepath.Base(name), func(w io.Writer) error {
+		return snapshot.Encode(w, meta, m.All(nil, nil))
+	}); err != nil {
+		return fmt.Errorf("saving the salvage in %s: %w (nothing was changed)", name, err)
+	}
+	return nil
+}
+
+// loadSalvage reads a salvage file (any backup file) back into a map.
+func loadSalvage(name string) (*record.Map, error) {
+	m := record.NewMap()
+	d, err := kv.ReadBackup(name, nil, func(e kv.Entry) error {
+		m.Load(&e)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	m.SetRevision(d.Revision)
+	return m, nil
+}
+
+// dropSalvage removes a salvage file once its keys are written, durably.
+func dropSalvage(name string) error {
+	if err := vfs.OS.Remove(name); err != nil {
+		return err
+	}
+	return vfs.SyncDir(vfs.OS, filepath.Dir(name))
 }
