@@ -118,3 +118,42 @@ func TestCloseCheckpointFails(t *testing.T) {
 		t.Errorf("store failed: %v", s.Err())
 	}
 }
+
+// TestCheckpointThresholdGrowsWithImage: a store whose image is much
+// bigger than CheckpointBytes checkpoints after a quarter of the image's
+// size of log, up to four times CheckpointBytes, not after every
+// CheckpointBytes: each checkpoint rewrites the whole image.
+func TestCheckpointThresholdGrowsWithImage(t *testing.T) {
+	const cb = 32 << 10
+	opts := kv.Options{FS: vfs.NewMem(), CheckpointBytes: cb, CloseCheckpointBytes: -1, Sync: kv.Never}
+	s, err := kv.Open("/d", &opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	value := bytes.Repeat([]byte{'v'}, 200)
+	put := func(i int) {
+		t.Helper()
+		if _, err := s.Put(fmt.Appendf(nil, "k%06d", i), value); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 4000 { // about 1 MB of image: a quarter is 8 times cb
+		put(i)
+	}
+	if err := s.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	before := s.Stats()
+	// 512 KiB of log: 16 checkpoints at cb, 4 at the cap of 4·cb.
+	for i := 0; s.Stats().BytesLogged-before.BytesLogged < 512<<10; i++ {
+		put(i % 4000)
+	}
+	if err := s.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	n := s.Stats().Checkpoints - before.Checkpoints
+	if n < 2 || n > 5 {
+		t.Errorf("%d checkpoints over 512 KiB of log on a 1 MB image with CheckpointBytes %d: want 3 to 5 (one every 128 KiB), not 16", n, cb)
+	}
+}
