@@ -13,34 +13,12 @@ import (
 // maybeCheckpoint starts a background checkpoint when enough log has
 // accumulated since the last one.
 func (c *committer) maybeCheckpoint() {
-	if cb := c.checkpointAfter(); cb > 0 && c.sinceSnap >= cb && c.ckpt == nil {
+	if cb := c.opts.checkpointBytes(); cb > 0 && c.sinceSnap >= cb && c.ckpt == nil {
 		c.startCheckpoint()
 	}
 	if cap(c.buf) > 4<<20 {
 		c.buf = nil
 	}
-}
-
-// checkpointAfter is the log, in bytes, after which the running store
-// checkpoints: Options.CheckpointBytes, or a quarter of the image's size
-// when that is more, up to four times CheckpointBytes. A checkpoint
-// rewrites the whole image, so a fixed threshold makes a store whose
-// image outgrows it rewrite the image more often than it writes log
-// (kvraft's store, 8 MiB between checkpoints, spent most of a 1M-command
-// run rewriting a Raft log that compaction had not cut yet): a quarter
-// bounds that to four image bytes per log byte, and the cap bounds what
-// waits in memory and in the log to replay. A store whose image is at
-// most four times CheckpointBytes (the defaults: up to 256 MiB) sees no
-// change.
-func (c *committer) checkpointAfter() int64 {
-	cb := c.opts.checkpointBytes()
-	if cb <= 0 {
-		return cb
-	}
-	if img := c.m.Base(); img != nil {
-		cb = min(max(cb, img.Size()/4), 4*cb)
-	}
-	return cb
 }
 
 // closeCheckpoint writes a checkpoint at Close when the log since the

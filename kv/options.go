@@ -86,9 +86,7 @@ type Options struct {
 	// next started; 0 means 64 MiB.
 	SegmentSize int64
 	// CheckpointBytes starts a background checkpoint when this many bytes
-	// were logged since the last snapshot, or a quarter of the snapshot's
-	// size when that is more, up to four times CheckpointBytes (each
-	// checkpoint rewrites the whole snapshot); 0 means 64 MiB, negative never,
+	// were logged since the last snapshot; 0 means 64 MiB, negative never,
 	// not even after a recovery that replayed a long log (Checkpoint still
 	// works).
 	CheckpointBytes int64
