@@ -236,6 +236,16 @@ type cluster struct {
 	tb    testing.TB
 	nodes []*node
 	conf  raft.Configuration
+	// mu guards each node's r, which a restart replaces while the
+	// appliers look for the leader.
+	mu sync.Mutex
+}
+
+// raftOf returns n's raft, under c.mu.
+func (c *cluster) raftOf(n *node) *raft.Raft {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return n.r
 }
 
 func raftConfig(id raft.ServerID) *raft.Config {
@@ -294,7 +304,9 @@ func (c *cluster) start(n *node) {
 	if err != nil {
 		c.tb.Fatal(err)
 	}
+	c.mu.Lock()
 	n.r = r
+	c.mu.Unlock()
 }
 
 // crashRestart cuts n off, crashes its store, shuts its raft down, and
@@ -318,7 +330,7 @@ func (c *cluster) leader(timeout time.Duration) *node {
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
 		for _, n := range c.nodes {
-			if n.r.State() == raft.Leader {
+			if c.raftOf(n).State() == raft.Leader {
 				return n
 			}
 		}
@@ -373,7 +385,7 @@ func (c *cluster) apply(from, to uint64, appliers int, during func()) {
 				deadline := time.Now().Add(60 * time.Second)
 				for {
 					l := c.leader(30 * time.Second)
-					if err := l.r.Apply(cmd, 5*time.Second).Error(); err == nil {
+					if err := c.raftOf(l).Apply(cmd, 5*time.Second).Error(); err == nil {
 						break
 					}
 					if time.Now().After(deadline) {
